@@ -1,0 +1,1 @@
+"""Generated gRPC and protobuf code (see proto/generate.py). DO NOT EDIT."""

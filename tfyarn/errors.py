@@ -1,0 +1,41 @@
+"""Exceptions tfyarn raises. Only ``tfyarn.cli.main`` catches them."""
+
+from __future__ import annotations
+
+
+class TfyarnError(Exception):
+    """Base class of every error tfyarn raises on purpose."""
+
+
+class SpecError(TfyarnError, ValueError):
+    """A job specification or configuration value is invalid."""
+
+
+class ClusterError(TfyarnError):
+    """The local Hadoop cluster could not be set up, started or reached."""
+
+
+class MasterUnavailableError(TfyarnError, ConnectionError):
+    """The tfyarn application master could not be reached in time."""
+
+
+class HdfsError(TfyarnError, OSError):
+    """An HDFS operation failed (missing path, permission, unreachable NameNode)."""
+
+
+class JobFailedError(TfyarnError):
+    """A job ended FAILED or KILLED.
+
+    Carries the application id, the final status, the master's diagnostics and
+    the exact command that shows every task's logs.
+    """
+
+    def __init__(self, app_id: str, final_status: str, diagnostics: str) -> None:
+        self.app_id = app_id
+        self.final_status = final_status
+        self.diagnostics = diagnostics
+        self.logs_command = f"yarn logs -applicationId {app_id}"
+        super().__init__(
+            f"{app_id} ended {final_status}.\n{diagnostics.strip()}\n"
+            f"All task logs: {self.logs_command}"
+        )

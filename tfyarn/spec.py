@@ -1,0 +1,262 @@
+"""The job specification: what to run, how many tasks of each role, and how.
+
+A :class:`JobSpec` is built by the client (from ``conf/``, a user file and the
+command line), validated before anything is submitted, compiled to a
+``skein.ApplicationSpec`` by :meth:`JobSpec.to_skein`, and read back inside the
+cluster (by the master and by every task) from the ``TFYARN_JOB`` variable.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from tfyarn import _env
+from tfyarn.errors import SpecError
+
+
+class Role(str, Enum):
+    """A TensorFlow task type. Values are TensorFlow's own job names."""
+
+    CHIEF = "chief"
+    WORKER = "worker"
+    PS = "ps"
+    EVALUATOR = "evaluator"
+
+    def in_cluster_spec(self) -> bool:
+        """Evaluators are never listed in TensorFlow's ``cluster``."""
+        return self is not Role.EVALUATOR
+
+
+# The order tasks are requested and listed in.
+ROLES: tuple[Role, ...] = (Role.CHIEF, Role.PS, Role.WORKER, Role.EVALUATOR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskGroup:
+    """How many tasks of one role, and the YARN resources of each.
+
+    ``memory_mib`` is mebibytes; YARN rounds it up to its minimum allocation.
+    ``gpus`` asks for the countable ``yarn.io/gpu`` resource.
+    """
+
+    count: int = 0
+    memory_mib: int = 2048
+    vcores: int = 1
+    gpus: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("count", "memory_mib", "vcores", "gpus"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise SpecError(f"{name} must be a whole number, got {value!r}")
+            if value < 0:
+                raise SpecError(f"{name} must not be negative, got {value}")
+        if self.count and self.memory_mib < 128:
+            raise SpecError(f"memory must be at least 128 MiB, got {self.memory_mib}")
+        if self.count and self.vcores < 1:
+            raise SpecError(f"vcores must be at least 1, got {self.vcores}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobSpec:
+    """A whole tfyarn job. Durations are seconds."""
+
+    script: str
+    args: tuple[str, ...] = ()
+    name: str = "tfyarn"
+    tasks: Mapping[Role, TaskGroup] = field(default_factory=dict)
+    queue: str = "default"
+    env: Mapping[str, str] = field(default_factory=dict)
+    # Extra files for every task: local paths or hdfs:// URLs.
+    files: tuple[str, ...] = ()
+    # The interpreter tasks and the master run with.
+    python: str = "python3"
+    # Append --ps_hosts/--worker_hosts/--job_name/--task_index to the script's args.
+    legacy_flags: bool = False
+    am_memory_mib: int = 1024
+    am_vcores: int = 1
+    max_am_attempts: int = 1
+    # Recovery and liveness (issue: surviving failures).
+    max_restarts: int = 0
+    registration_timeout: float = 300.0
+    heartbeat_interval: float = 2.0
+    heartbeat_timeout: float = 30.0
+    stall_timeout: float = 0.0  # 0: no stall detection
+    worker_grace: float = 30.0  # how long other workers may run after the lead ends
+    stop_grace: float = 10.0  # SIGTERM to SIGKILL when the master stops a task
+
+    def __post_init__(self) -> None:
+        tasks = {Role(k): _as_group(v) for k, v in dict(self.tasks).items()}
+        object.__setattr__(self, "tasks", tasks)
+        object.__setattr__(self, "args", tuple(str(a) for a in self.args))
+        object.__setattr__(self, "files", tuple(self.files))
+        object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
+        for name in ("max_am_attempts", "am_memory_mib", "am_vcores"):
+            if getattr(self, name) < 1:
+                raise SpecError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_restarts < 0:
+            raise SpecError(f"max_restarts must not be negative, got {self.max_restarts}")
+        for name in ("registration_timeout", "heartbeat_interval", "heartbeat_timeout"):
+            if getattr(self, name) <= 0:
+                raise SpecError(f"{name} must be positive, got {getattr(self, name)}")
+
+    # -- derived ---------------------------------------------------------------
+
+    def count(self, role: Role) -> int:
+        group = self.tasks.get(role)
+        return group.count if group else 0
+
+    def group(self, role: Role) -> TaskGroup:
+        return self.tasks.get(role) or TaskGroup()
+
+    def task_keys(self) -> list[tuple[Role, int]]:
+        """Every task, in launch order: chief, ps, workers, evaluator."""
+        return [(r, i) for r in ROLES for i in range(self.count(r))]
+
+    def lead_task(self) -> tuple[Role, int]:
+        """The task whose success ends the job: the chief, else worker 0."""
+        return (Role.CHIEF, 0) if self.count(Role.CHIEF) else (Role.WORKER, 0)
+
+    @property
+    def script_name(self) -> str:
+        """The script's file name inside every container."""
+        return PurePosixPath(self.script).name
+
+    # -- validation --------------------------------------------------------------
+
+    def validate(self, *, check_local_files: bool = True) -> JobSpec:
+        """Check rules that span fields; return self so calls can chain."""
+        chief, worker = self.count(Role.CHIEF), self.count(Role.WORKER)
+        ps, evaluator = self.count(Role.PS), self.count(Role.EVALUATOR)
+        if chief > 1:
+            raise SpecError(f"num_chief must be 0 or 1, got {chief}")
+        if evaluator > 1:
+            raise SpecError(f"num_evaluator must be 0 or 1, got {evaluator}")
+        if chief + worker == 0:
+            raise SpecError(
+                "the job has no chief and no worker: set --num_worker N (N >= 1)"
+            )
+        if ps and not worker:
+            raise SpecError(
+                f"a parameter-server job needs workers: got num_ps={ps} and "
+                "num_worker=0; set --num_worker N (N >= 1)"
+            )
+        if self.legacy_flags and chief:
+            raise SpecError(
+                "--legacy_flags describes ps and worker tasks only; TF1 scripts "
+                "treat worker 0 as chief, so use --num_chief 0"
+            )
+        if check_local_files:
+            for path in (self.script, *self.files):
+                if "://" not in path and not Path(path).is_file():
+                    raise SpecError(f"file not found: {path}")
+        names = [self.script_name, *(PurePosixPath(f).name for f in self.files)]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise SpecError(f"two shipped files share the name {dupes}; rename one")
+        return self
+
+    # -- conversions -------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["tasks"] = {r.value: dataclasses.asdict(g) for r, g in self.tasks.items()}
+        out["args"] = list(self.args)
+        out["files"] = list(self.files)
+        out["env"] = dict(self.env)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobSpec:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SpecError(
+                f"unknown job spec keys {unknown}; known keys: {sorted(known)}"
+            )
+        return cls(**data)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> JobSpec:
+        return cls.from_dict(yaml.safe_load(text) or {})
+
+    def to_env(self) -> str:
+        """The spec as one environment value (base64 JSON: safe in YARN's shell)."""
+        raw = json.dumps(self.to_dict(), separators=(",", ":")).encode()
+        return base64.b64encode(raw).decode()
+
+    @classmethod
+    def from_env(cls, value: str) -> JobSpec:
+        return cls.from_dict(json.loads(base64.b64decode(value)))
+
+    # -- compilation ------------------------------------------------------------
+
+    def to_skein(self, *, am_source: str | None = None) -> Any:
+        """Compile to a ``skein.ApplicationSpec``.
+
+        The master runs ``python -m am`` next to skein's Java AM; each role is a
+        skein service with no instances, which the master fills itself with
+        ``add_container`` (giving each container its task index). Services allow
+        failures and never restart on their own: the master decides.
+        """
+        import skein
+
+        from tfyarn._paths import am_dir
+
+        spec_env = {_env.JOB: self.to_env()}
+        task_files = {self.script_name: _file_source(self.script)}
+        for f in self.files:
+            task_files[PurePosixPath(f).name] = _file_source(f)
+        services = {}
+        for role in ROLES:
+            group = self.group(role)
+            if not group.count:
+                continue
+            services[role.value] = skein.Service(
+                instances=0,
+                resources=skein.Resources(
+                    memory=group.memory_mib, vcores=group.vcores, gpus=group.gpus
+                ),
+                files=task_files,
+                env={**self.env, **spec_env, _env.ROLE: role.value},
+                script=f"exec {shlex.quote(self.python)} -u -m tfyarn.runtime",
+                allow_failures=True,
+                max_restarts=0,
+            )
+        master = skein.Master(
+            resources=skein.Resources(memory=self.am_memory_mib, vcores=self.am_vcores),
+            files={"am": am_source or str(am_dir())},
+            env={**self.env, **spec_env},
+            script=f"exec {shlex.quote(self.python)} -u -m am",
+        )
+        return skein.ApplicationSpec(
+            name=self.name,
+            queue=self.queue,
+            master=master,
+            services=services,
+            max_attempts=self.max_am_attempts,
+            tags={"tfyarn"},
+        )
+
+
+def _as_group(value: TaskGroup | Mapping[str, Any]) -> TaskGroup:
+    if isinstance(value, TaskGroup):
+        return value
+    return TaskGroup(**value)
+
+
+def _file_source(path: str) -> str:
+    return path if "://" in path else str(Path(path).resolve())
