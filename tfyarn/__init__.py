@@ -10,4 +10,17 @@ from tfyarn.errors import (
 )
 from tfyarn.spec import JobSpec, Role, TaskGroup
 
+# The job API (skein and the YARN driver load lazily, on first call).
+from tfyarn.client import (
+    JobStatus,
+    check,
+    connect,
+    kill,
+    list_jobs,
+    logs,
+    status,
+    submit,
+    wait,
+)
+
 __version__ = "0.1.0"

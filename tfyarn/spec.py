@@ -142,14 +142,14 @@ class JobSpec:
             raise SpecError(f"num_chief must be 0 or 1, got {chief}")
         if evaluator > 1:
             raise SpecError(f"num_evaluator must be 0 or 1, got {evaluator}")
-        if chief + worker == 0:
-            raise SpecError(
-                "the job has no chief and no worker: set --num_worker N (N >= 1)"
-            )
         if ps and not worker:
             raise SpecError(
                 f"a parameter-server job needs workers: got num_ps={ps} and "
                 "num_worker=0; set --num_worker N (N >= 1)"
+            )
+        if chief + worker == 0:
+            raise SpecError(
+                "the job has no chief and no worker: set --num_worker N (N >= 1)"
             )
         if self.legacy_flags and chief:
             raise SpecError(
@@ -157,13 +157,70 @@ class JobSpec:
                 "treat worker 0 as chief, so use --num_chief 0"
             )
         if check_local_files:
-            for path in (self.script, *self.files):
-                if "://" not in path and not Path(path).is_file():
-                    raise SpecError(f"file not found: {path}")
+            for what, path in [("script", self.script)] + [
+                ("file", f) for f in self.files
+            ]:
+                if "://" in path:
+                    continue
+                if not Path(path).exists():
+                    raise SpecError(
+                        f"{what} not found: {path} (relative to {Path.cwd()}); "
+                        "give the path of an existing local file"
+                    )
+                if not Path(path).is_file():
+                    raise SpecError(f"{what} {path} is not a regular file")
         names = [self.script_name, *(PurePosixPath(f).name for f in self.files)]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise SpecError(f"two shipped files share the name {dupes}; rename one")
+        return self
+
+    def check_fits(self, nodes: Mapping[str, tuple[int, int, int]]) -> JobSpec:
+        """Refuse requests no node could ever grant, before submitting.
+
+        YARN accepts a container request larger than every node and then never
+        grants it; the job would wait for registration until it times out.
+
+        Parameters
+        ----------
+        nodes
+            node id -> (memory MiB, vcores, gpus) of each running node's total
+            resources (``skein.Client.get_nodes()``).
+
+        Raises
+        ------
+        SpecError
+            Naming the option, what was asked, and the largest value any node
+            offers.
+        """
+        if not nodes:
+            raise SpecError(
+                "the cluster has no running NodeManager, so no task could start; "
+                "check `yarn node -list` (or `tfyarn cluster status`)"
+            )
+        names = ("memory", "vcores", "gpus")
+        biggest = [max(n[i] for n in nodes.values()) for i in range(3)]
+        asks: list[tuple[str, int, int]] = [
+            ("am_memory", self.am_memory_mib, 0),
+            ("am_vcores", self.am_vcores, 1),
+        ]
+        for role in ROLES:
+            group = self.group(role)
+            if group.count:
+                asks += [
+                    (f"{role.value}_memory", group.memory_mib, 0),
+                    (f"{role.value}_vcores", group.vcores, 1),
+                    (f"{role.value}_gpus", group.gpus, 2),
+                ]
+        for option, value, i in asks:
+            if value > biggest[i]:
+                unit = " MiB" if i == 0 else ""
+                raise SpecError(
+                    f"--{option} {value}{unit} is more than any node offers: the "
+                    f"largest node has {biggest[i]}{unit} {names[i]} in total, so "
+                    f"YARN could never grant it; use --{option} {biggest[i]} or less"
+                    + (" (or add a node with GPUs)" if i == 2 else "")
+                )
         return self
 
     # -- conversions -------------------------------------------------------------

@@ -1,0 +1,283 @@
+"""``tfyarn submit|status|kill|list|logs``: argv to :mod:`tfyarn.client` calls.
+
+The options of ``submit`` are generated from ``conf/tfyarn-schema.yaml``, so
+every option is also a config-file key of the same name and the two cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from tfyarn import _follow, _logs, client, config
+from tfyarn.errors import ClusterError
+
+_SUBMIT_EPILOG = """\
+exit codes: 0 the job SUCCEEDED (or --detach / --dry_run: it was accepted);
+1 bad input, no cluster, or the job FAILED; 3 the job was KILLED;
+130 interrupted (the job keeps running).
+
+Options also come from conf/tfyarn.yaml (shipped defaults) and
+~/.config/tfyarn/config.yaml (or --config FILE); the command line wins.
+
+examples:
+  tfyarn submit --num_worker 2 train.py --epochs 3
+  tfyarn submit --num_ps 1 --num_worker 2 --legacy_flags tf1_train.py
+  tfyarn submit --dry_run --num_ps 1 --num_worker 2 --worker_memory "1 GiB" train.py
+"""
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add the job commands to the ``tfyarn`` parser."""
+    _add_submit(subparsers)
+
+    p = subparsers.add_parser(
+        "status",
+        help="show a job's state, diagnostics and tasks",
+        description="Show a job's YARN state, final status, diagnostics and, "
+        "while it runs, the master's per-task table.",
+    )
+    p.add_argument("app_id", help="application id (application_...)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_status)
+
+    p = subparsers.add_parser("kill", help="kill a job", description="Kill a job.")
+    p.add_argument("app_id", help="application id (application_...)")
+    p.set_defaults(func=_kill)
+
+    p = subparsers.add_parser(
+        "list",
+        help="list tfyarn jobs",
+        description="List tfyarn jobs (YARN applications tagged 'tfyarn').",
+    )
+    p.add_argument("--all", action="store_true", help="include ended jobs")
+    p.set_defaults(func=_list)
+
+    p = subparsers.add_parser(
+        "logs",
+        help="show a job's logs, per task",
+        description="Show a job's logs (via `yarn logs -applicationId`), one "
+        "section per task and log file, the master first.",
+    )
+    p.add_argument("app_id", help="application id (application_...)")
+    p.add_argument("--task", help="only this task (worker:1), role (ps) or 'master'")
+    p.set_defaults(func=_logs_cmd)
+
+
+def _add_submit(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "submit",
+        help="submit a TensorFlow job and follow it",
+        description="Submit SCRIPT as a distributed TensorFlow job on YARN and, "
+        "unless --detach, follow it to the end.",
+        epilog=_SUBMIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", metavar="FILE", help="a YAML file of options")
+    p.add_argument(
+        "--dry_run",
+        action="store_true",
+        help="check the job (options, files, cluster resources) and print it; submit nothing",
+    )
+    groups = {
+        "layout": p.add_argument_group("layout"),
+        "resources": p.add_argument_group(
+            "resources per task (memory: '2 GiB', '512 MiB', MiB)"
+        ),
+        "job": p.add_argument_group("job"),
+    }
+    for key, rule in config.schema().items():
+        kind = rule["type"]
+        group = groups[
+            "layout"
+            if key.startswith("num_")
+            else "resources"
+            if key.rsplit("_", 1)[-1] in ("memory", "vcores", "gpus")
+            else "job"
+        ]
+        flag = f"--{key}"
+        helptext = rule.get("help", "")
+        if kind == "bool":
+            group.add_argument(
+                flag, action=argparse.BooleanOptionalAction, default=None, help=helptext
+            )
+        elif kind == "mapping":
+            group.add_argument(
+                flag, action="append", metavar="K=V", default=None, help=helptext
+            )
+        elif kind == "list":
+            group.add_argument(
+                flag,
+                action="append",
+                metavar="PATH",
+                default=None,
+                help=helptext + " Repeatable or comma-separated.",
+            )
+        else:
+            metavar = {"int": "N", "number": "SECONDS", "memory": "MEM"}.get(
+                kind, "VALUE"
+            )
+            group.add_argument(flag, metavar=metavar, default=None, help=helptext)
+    p.add_argument("script", help="the Python program every task runs")
+    p.add_argument(
+        "args",
+        nargs=argparse.REMAINDER,
+        help="the program's arguments (may use {job_name}, {task_index}, "
+        "{ps_hosts}, {worker_hosts}, {chief_host})",
+    )
+    p.set_defaults(func=_submit)
+
+
+def _options(ns: argparse.Namespace) -> dict[str, Any]:
+    out = {}
+    for key in config.schema():
+        value = getattr(ns, key, None)
+        if value is not None:
+            if isinstance(value, list) and key == "files":
+                value = [f for item in value for f in item.split(",") if f.strip()]
+            out[key] = value
+    return out
+
+
+def _submit(ns: argparse.Namespace) -> int:
+    options = _options(ns)
+    if ns.dry_run:
+        return _dry_run(ns, options)
+    cfg = config.load(ns.config, options)
+    detach, poll = cfg["detach"], cfg["poll_interval"]
+    options.pop("detach", None)
+    options.pop("poll_interval", None)
+
+    def submitted(app_id: str) -> None:
+        print(f"Submitted {app_id}", flush=True)
+        print(
+            "Next:\n"
+            f"  tfyarn status {app_id}\n"
+            f"  tfyarn logs {app_id} [--task worker:0]\n"
+            f"  tfyarn kill {app_id}\n"
+            f"  yarn logs -applicationId {app_id}",
+            flush=True,
+        )
+
+    # Refuse bad input before paying for a YARN connection.
+    client.check(
+        ns.script, args=ns.args, config_file=ns.config, cluster=False, **options
+    )
+    with client.connect() as yarn:
+        spec = client.check(
+            ns.script, args=ns.args, config_file=ns.config, client=yarn, **options
+        )
+        app_id = client._submit_spec(yarn, spec)
+        submitted(app_id)
+        if detach:
+            return 0
+        try:
+            client._wait(yarn, app_id, on_event=_say, spec=spec, poll_interval=poll)
+        except KeyboardInterrupt:
+            print(
+                f"\nStopped following {app_id}; the job keeps running.\n"
+                f"  follow it again: tfyarn status {app_id}\n"
+                f"  kill it:         tfyarn kill {app_id}",
+                file=sys.stderr,
+            )
+            return 130
+    return 0
+
+
+def _dry_run(ns: argparse.Namespace, options: dict[str, Any]) -> int:
+    options.pop("detach", None)
+    options.pop("poll_interval", None)
+    spec = client.check(
+        ns.script, args=ns.args, config_file=ns.config, cluster=False, **options
+    )
+    try:
+        client.check(ns.script, args=ns.args, config_file=ns.config, **options)
+        fits = "every task fits on the cluster's largest node"
+    except ClusterError as exc:
+        fits = f"cluster resources NOT checked ({exc})"
+    print(spec.to_yaml(), end="")
+    print(f"OK: the job is valid; {fits}. Nothing was submitted.")
+    return 0
+
+
+def _say(line: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
+
+
+def _status(ns: argparse.Namespace) -> int:
+    st = client.status(ns.app_id)
+    if ns.json:
+        print(json.dumps(_as_json(st), indent=2, default=str))
+        return 0
+    print(f"application:  {st.app_id} ({st.name})")
+    print(f"state:        {st.state}")
+    print(f"final status: {st.final_status}")
+    print(f"progress:     {st.progress:.0%}")
+    if st.tracking_url:
+        print(f"tracking url: {st.tracking_url}")
+    if st.diagnostics.strip():
+        print(
+            "diagnostics:  " + st.diagnostics.strip().replace("\n", "\n              ")
+        )
+    if st.master:
+        m = st.master
+        formed = "yes" if m.get("cluster_formed_at") else "not yet"
+        print(
+            f"master:       phase {m.get('phase')}, generation {m.get('generation')}, "
+            f"restarts {m.get('restarts', 0)}, cluster formed: {formed}"
+        )
+        counts = _follow.role_counts(m.get("tasks") or [])
+        if counts:
+            print("containers:   " + _follow.format_counts(counts))
+        print()
+        print(_follow.task_table(m))
+    return 0
+
+
+def _as_json(st: client.JobStatus) -> dict[str, Any]:
+    out = dict(st.__dict__)
+    out["tags"] = sorted(st.tags)
+    return out
+
+
+def _kill(ns: argparse.Namespace) -> int:
+    st = client.kill(ns.app_id)
+    print(f"{st.app_id}: state {st.state}, final status {st.final_status}")
+    return 0
+
+
+def _list(ns: argparse.Namespace) -> int:
+    jobs = client.list_jobs(all_states=ns.all)
+    if not jobs:
+        print(
+            "no tfyarn jobs" + ("" if ns.all else " running (--all shows ended ones)")
+        )
+        return 0
+    rows = [("APPLICATION", "NAME", "STATE", "FINAL", "PROGRESS", "QUEUE", "STARTED")]
+    for j in jobs:
+        started = j.started.strftime("%Y-%m-%d %H:%M:%S") if j.started else "-"
+        rows.append(
+            (
+                j.app_id,
+                j.name,
+                j.state,
+                j.final_status,
+                f"{j.progress:.0%}",
+                j.queue,
+                started,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    return 0
+
+
+def _logs_cmd(ns: argparse.Namespace) -> int:
+    entries = client.logs(ns.app_id, task=ns.task)
+    print(_logs.render(entries), end="")
+    return 0

@@ -1,0 +1,141 @@
+"""Split the output of ``yarn logs -applicationId`` per task.
+
+``yarn logs`` prints, for each container, blocks like::
+
+    Container: container_1700000000000_0001_01_000002 on host_45454
+    LogAggregationType: AGGREGATED
+    ===========================================
+    LogType:worker.log
+    LogLastModifiedTime:...
+    LogLength:1234
+    LogContents:
+    ...
+    End of LogType:worker.log
+
+skein writes each service container's output to ``<service>.log`` and the
+master's to ``application.master.log``. A container is mapped to its task by
+the master's snapshot (``yarn_container_id``) when it is available, else by the
+``tfyarn task worker:1`` line the runtime prints first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tfyarn.spec import Role
+
+_CONTAINER = re.compile(r"^Container: (container_\S+) on (\S+)\s*$")
+_LOGTYPE = re.compile(r"^LogType:\s*(.+?)\s*$")
+_END = re.compile(r"^End of LogType:\s*(.+?)\s*\.?$")
+_ROLES = "|".join(r.value for r in Role)
+# What the runtime prints about itself, e.g. "tfyarn task worker:1 attempt 0".
+_SELF = re.compile(rf"\btask[ =]({_ROLES}):(\d+)\b(?:.*?\battempt[ =](\d+))?")
+MASTER = "master"
+
+
+@dataclass(frozen=True)
+class TaskLog:
+    """One log file of one container.
+
+    ``task`` is ``worker:1``, ``ps:0``, ``master``, or, when the index is
+    unknown, the service name.
+    """
+
+    task: str
+    container_id: str
+    host: str
+    log_type: str
+    text: str
+    attempt: int | None = None
+
+    @property
+    def label(self) -> str:
+        att = f" attempt {self.attempt}" if self.attempt else ""
+        return f"{self.task}{att} [{self.container_id} on {self.host}, {self.log_type}]"
+
+
+def split(output: str, snapshot: Mapping[str, Any] | None = None) -> list[TaskLog]:
+    """Parse ``yarn logs`` output into :class:`TaskLog` entries, master first."""
+    known = _containers_from_snapshot(snapshot)
+    entries: list[TaskLog] = []
+    container = host = log_type = None
+    body: list[str] = []
+    in_contents = False
+    for line in output.splitlines():
+        if not in_contents:
+            m = _CONTAINER.match(line)
+            if m:
+                container, host = m.group(1), m.group(2)
+                continue
+            m = _LOGTYPE.match(line)
+            if m:
+                log_type = m.group(1)
+                continue
+            if line.startswith("LogContents:") and container and log_type:
+                in_contents, body = True, []
+            continue
+        m = _END.match(line)
+        if m and log_type and m.group(1).rstrip(".") == log_type:
+            assert container is not None and host is not None
+            entries.append(_entry(container, host, log_type, "\n".join(body), known))
+            in_contents = False
+            log_type = None
+            continue
+        body.append(line)
+    if in_contents and container and host and log_type:  # truncated output
+        entries.append(_entry(container, host, log_type, "\n".join(body), known))
+    return sorted(entries, key=_sort_key)
+
+
+def select(entries: Sequence[TaskLog], task: str) -> list[TaskLog]:
+    """Entries of one task (``worker:1``), one role (``ps``) or ``master``."""
+    task = task.strip()
+    if ":" in task:
+        return [e for e in entries if e.task == task]
+    return [e for e in entries if e.task.split(":")[0] == task]
+
+
+def render(entries: Sequence[TaskLog]) -> str:
+    """Entries as text, each under a ``==> label <==`` header."""
+    return "\n".join(f"==> {e.label} <==\n{e.text.rstrip()}\n" for e in entries)
+
+
+def _entry(
+    container: str, host: str, log_type: str, text: str, known: Mapping[str, str]
+) -> TaskLog:
+    service = log_type.rsplit(".", 1)[0] if log_type.endswith(".log") else log_type
+    attempt = None
+    if service == "application.master" or container.endswith("_000001"):
+        task = MASTER
+    elif container in known:
+        task = known[container]
+    else:
+        task = service
+        m = _SELF.search(text)
+        if m and (service not in {r.value for r in Role} or m.group(1) == service):
+            task = f"{m.group(1)}:{m.group(2)}"
+            attempt = int(m.group(3)) if m.group(3) else None
+    return TaskLog(task, container, host, log_type, text, attempt)
+
+
+def _containers_from_snapshot(snapshot: Mapping[str, Any] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for t in (snapshot or {}).get("tasks") or []:
+        cid = t.get("yarn_container_id")
+        if cid:
+            out[str(cid)] = str(t.get("task"))
+        # Earlier attempts appear in the history as "... container_..." lines.
+        for h in t.get("history") or []:
+            for found in re.findall(r"container_\w+", str(h)):
+                out.setdefault(found, str(t.get("task")))
+    return out
+
+
+def _sort_key(e: TaskLog) -> tuple[int, str, int, str]:
+    role, _, index = e.task.partition(":")
+    order = [MASTER, *(r.value for r in Role)]
+    rank = order.index(role) if role in order else len(order)
+    return rank, role, int(index) if index.isdigit() else -1, e.container_id
