@@ -1,15 +1,5 @@
 """tfyarn: distributed TensorFlow on Hadoop YARN."""
 
-from tfyarn.errors import (
-    ClusterError,
-    HdfsError,
-    JobFailedError,
-    MasterUnavailableError,
-    SpecError,
-    TfyarnError,
-)
-from tfyarn.spec import JobSpec, Role, TaskGroup
-
 # The job API (skein and the YARN driver load lazily, on first call).
 from tfyarn.client import (
     JobStatus,
@@ -22,5 +12,14 @@ from tfyarn.client import (
     submit,
     wait,
 )
+from tfyarn.errors import (
+    ClusterError,
+    HdfsError,
+    JobFailedError,
+    MasterUnavailableError,
+    SpecError,
+    TfyarnError,
+)
+from tfyarn.spec import JobSpec, Role, TaskGroup
 
 __version__ = "0.1.0"
