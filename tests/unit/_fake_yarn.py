@@ -1,0 +1,114 @@
+"""A stand-in for ``skein.Client`` that scripts an application's life.
+
+Only for unit tests of the client and CLI: the integration tests run the real
+thing on the local cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any
+
+APP_ID = "application_1700000000000_0007"
+
+
+@dataclass
+class Report:
+    state: str = "ACCEPTED"
+    final_status: str = "UNDEFINED"
+    diagnostics: str = ""
+    id: str = APP_ID
+    name: str = "tfyarn"
+    queue: str = "default"
+    user: str = "me"
+    progress: float = 0.0
+    tracking_url: str = ""
+    tags: set[str] = field(default_factory=lambda: {"tfyarn"})
+    start_time: datetime | None = None
+    finish_time: datetime | None = None
+
+
+class FakeKV:
+    def __init__(self, snaps: Iterator[dict[str, Any] | None]) -> None:
+        self._snaps = snaps
+
+    def get(self, key: str) -> bytes | None:
+        assert key == "tfyarn.status"
+        snap = next(self._snaps, None)
+        return None if snap is None else json.dumps(snap).encode()
+
+
+class FakeApp:
+    def __init__(self, kv: FakeKV) -> None:
+        self.kv = kv
+
+    def close(self) -> None:
+        pass
+
+
+class FakeYarn:
+    """Each application_report() call returns the next scripted report."""
+
+    def __init__(
+        self,
+        reports: list[Report] | None = None,
+        snaps: list[dict[str, Any] | None] | None = None,
+        nodes: list[tuple[int, int, int]] | None = None,
+        apps: list[Report] | None = None,
+    ) -> None:
+        self.reports = list(
+            reports or [Report(state="FINISHED", final_status="SUCCEEDED")]
+        )
+        self.snaps = iter(snaps or [])
+        self.nodes = [(8192, 8, 0)] if nodes is None else nodes
+        self.apps = apps or []
+        self.submitted: list[Any] = []
+        self.killed: list[str] = []
+        self.closed = False
+
+    def __enter__(self) -> FakeYarn:  # noqa: PYI034
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_nodes(self, states: Any = None) -> list[Any]:
+        return [
+            SimpleNamespace(
+                id=f"node{i}",
+                total_resources=SimpleNamespace(memory=m, vcores=v, gpus=g),
+            )
+            for i, (m, v, g) in enumerate(self.nodes)
+        ]
+
+    def submit(self, spec: Any) -> str:
+        self.submitted.append(spec)
+        return APP_ID
+
+    def application_report(self, app_id: str) -> Report:
+        if app_id != APP_ID:
+            import skein
+
+            raise skein.exceptions.SkeinError(f"Application {app_id} doesn't exist")
+        report = self.reports[0] if len(self.reports) == 1 else self.reports.pop(0)
+        if self.killed:
+            return Report(
+                state="KILLED", final_status="KILLED", diagnostics="killed by user"
+            )
+        return report
+
+    def connect(self, app_id: str, wait: bool = True) -> FakeApp:
+        return FakeApp(FakeKV(self.snaps))
+
+    def kill_application(self, app_id: str, user: str = "") -> None:
+        self.killed.append(app_id)
+
+    def get_applications(self, states: Any = None) -> list[Report]:
+        return self.apps

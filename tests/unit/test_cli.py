@@ -1,0 +1,358 @@
+"""The job commands through ``tfyarn.cli.main(argv)``, with a scripted YARN."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _fake_yarn import APP_ID, FakeYarn, Report
+
+from tfyarn import client
+from tfyarn.cli import main
+from tfyarn.spec import JobSpec, Role
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> str:
+    path = tmp_path / "train.py"
+    path.write_text("print('training')\n")
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(client.time, "sleep", lambda s: None)
+
+
+def use(monkeypatch: pytest.MonkeyPatch, fake: FakeYarn | None) -> None:
+    def connect() -> FakeYarn:
+        if fake is None:
+            raise AssertionError("the CLI connected to YARN but should not have")
+        return fake
+
+    monkeypatch.setattr(client, "connect", connect)
+
+
+def snap(phase: str, *states: str, formed: bool = False) -> dict[str, Any]:
+    tasks = [
+        {
+            "task": "ps:0",
+            "role": "ps",
+            "index": 0,
+            "state": states[0],
+            "address": "h:1",
+        },
+        {"task": "worker:0", "role": "worker", "index": 0, "state": states[1]},
+        {"task": "worker:1", "role": "worker", "index": 1, "state": states[2]},
+    ]
+    return {
+        "phase": phase,
+        "generation": 1,
+        "restarts": 0,
+        "started": 100.0,
+        "cluster_formed_at": 104.5 if formed else None,
+        "tasks": tasks,
+    }
+
+
+def test_submit_follows_to_success(
+    monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeYarn(
+        reports=[
+            Report(state="ACCEPTED"),
+            Report(state="RUNNING"),
+            Report(state="RUNNING"),
+            Report(state="RUNNING"),
+            Report(state="FINISHED", final_status="SUCCEEDED", diagnostics="lead done"),
+        ],
+        snaps=[
+            snap("REGISTERING", "REGISTERED", "ALLOCATED", "REQUESTED"),
+            snap("RUNNING", "RUNNING", "RUNNING", "RUNNING", formed=True),
+            snap("FINISHING", "KILLED", "SUCCEEDED", "SUCCEEDED", formed=True),
+        ],
+    )
+    use(monkeypatch, fake)
+    code = main(["submit", "--num_ps", "1", "--num_worker", "2", script, "--lr", "0.1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"Submitted {APP_ID}" in out
+    assert (
+        f"tfyarn kill {APP_ID}" in out and f"yarn logs -applicationId {APP_ID}" in out
+    )
+    assert "YARN: ACCEPTED" in out and "YARN: RUNNING" in out
+    assert "ps 1/1/1, worker 2/1/0 (requested/allocated/registered)" in out
+    assert "cluster formed in 4.5 s" in out
+    assert "worker:1 RUNNING" in out and "worker:0 SUCCEEDED" in out
+    assert "final status: SUCCEEDED" in out
+    (submitted,) = fake.submitted
+    assert submitted.services["worker"].resources.memory == 2048
+    # The script's own arguments reach the tasks untouched, after the options
+    job = JobSpec.from_env(submitted.services["worker"].env["TFYARN_JOB"])
+    assert job.args == ("--lr", "0.1")
+    assert job.count(Role.PS) == 1 and job.count(Role.WORKER) == 2
+
+
+def test_failed_job_exits_1_with_diagnostics(
+    monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    diag = "worker:1 exited with code 3: ValueError: boom"
+    use(
+        monkeypatch,
+        FakeYarn([Report(state="FINISHED", final_status="FAILED", diagnostics=diag)]),
+    )
+    assert main(["submit", "--num_worker", "2", script]) == 1
+    captured = capsys.readouterr()
+    assert "final status: FAILED" in captured.out
+    assert "Error:" in captured.err and diag in captured.err
+    assert f"yarn logs -applicationId {APP_ID}" in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_killed_job_exits_3(
+    monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(monkeypatch, FakeYarn([Report(state="KILLED", final_status="KILLED")]))
+    assert main(["submit", script]) == 3
+
+
+def test_detach_returns_after_submission(
+    monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeYarn([Report(state="RUNNING")])
+    use(monkeypatch, fake)
+    assert main(["submit", "--detach", script]) == 0
+    out = capsys.readouterr().out
+    assert APP_ID in out and "YARN:" not in out
+    assert len(fake.submitted) == 1
+
+
+def test_ctrl_c_while_following_leaves_the_job_running(
+    monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeYarn([Report(state="RUNNING")])
+    use(monkeypatch, fake)
+
+    def interrupt(s: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(client.time, "sleep", interrupt)
+    assert main(["submit", script]) == 130
+    err = capsys.readouterr().err
+    assert "keeps running" in err and f"tfyarn kill {APP_ID}" in err
+    assert fake.killed == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--num_worker", "-1"], "num_worker .*must be at least 0, got '-1'"),
+        (["--num_ps", "1", "--num_worker", "0"], "parameter-server job needs workers"),
+        (["--num_chief", "2"], "num_chief .*between 0 and 1"),
+        (["--worker_memory", "a lot"], "expected memory like"),
+        (["--env", "NOPE"], "expected K=V"),
+        (["--legacy_flags", "--num_chief", "1"], "--num_chief 0"),
+    ],
+)
+def test_bad_input_is_refused_before_connecting(
+    monkeypatch: pytest.MonkeyPatch,
+    script: str,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    use(monkeypatch, None)
+    assert main(["submit", *argv, script]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Error: ")
+    import re
+
+    assert re.search(message, err), err
+    assert "Traceback" not in err
+
+
+def test_missing_script_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(monkeypatch, None)
+    assert main(["submit", str(tmp_path / "nope.py")]) == 1
+    assert "script not found" in capsys.readouterr().err
+
+
+def test_memory_above_the_largest_node_submits_nothing(
+    monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeYarn(nodes=[(4096, 4, 0), (6144, 2, 0)])
+    use(monkeypatch, fake)
+    assert main(["submit", "--worker_memory", "8 GiB", script]) == 1
+    err = capsys.readouterr().err
+    assert "--worker_memory 8192 MiB is more than any node offers" in err
+    assert "6144 MiB" in err
+    assert fake.submitted == []
+
+
+def test_gpus_without_gpu_nodes_are_refused(
+    monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeYarn(nodes=[(8192, 4, 0)])
+    use(monkeypatch, fake)
+    assert main(["submit", "--worker_gpus", "1", script]) == 1
+    assert "--worker_gpus 1" in capsys.readouterr().err
+    assert fake.submitted == []
+
+
+def test_no_cluster_says_how_to_get_one(
+    monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.setattr(client, "_local_cluster_env", lambda: None)
+    assert main(["submit", script]) == 1
+    assert "no YARN cluster: run `tfyarn cluster start`" in capsys.readouterr().err
+
+
+def test_dry_run_checks_and_submits_nothing(
+    monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeYarn()
+    use(monkeypatch, fake)
+    assert (
+        main(["submit", "--dry_run", "--num_ps", "1", "--num_worker", "2", script]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "OK: the job is valid; every task fits" in out
+    assert "count: 2" in out
+    assert fake.submitted == []
+
+
+def test_config_file_feeds_submit(
+    monkeypatch: pytest.MonkeyPatch,
+    script: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    conf = tmp_path / "job.yaml"
+    conf.write_text("num_ps: 1\nnum_worker: 3\nps_memory: 512 MiB\n")
+    fake = FakeYarn()
+    use(monkeypatch, fake)
+    assert main(["submit", "--config", str(conf), "--num_worker", "2", script]) == 0
+    (spec,) = fake.submitted
+    assert spec.services["ps"].resources.memory == 512
+    assert "tfyarn" in spec.tags
+
+
+def test_unknown_config_key_in_file(
+    monkeypatch: pytest.MonkeyPatch,
+    script: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    conf = tmp_path / "job.yaml"
+    conf.write_text("num_pss: 1\n")
+    use(monkeypatch, None)
+    assert main(["submit", "--config", str(conf), script]) == 1
+    assert "did you mean 'num_ps'" in capsys.readouterr().err
+
+
+def test_status_shows_the_task_table(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    running = snap("RUNNING", "RUNNING", "RUNNING", "FAILED", formed=True)
+    running["tasks"][2]["exit_code"] = 1
+    use(monkeypatch, FakeYarn([Report(state="RUNNING")], snaps=[running]))
+    assert main(["status", APP_ID]) == 0
+    out = capsys.readouterr().out
+    assert "state:        RUNNING" in out and "phase RUNNING" in out
+    assert "TASK" in out and "worker:1  FAILED" in out
+
+
+def test_status_of_unknown_app(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(monkeypatch, FakeYarn())
+    assert main(["status", "application_1_2"]) == 1
+    assert "no application application_1_2" in capsys.readouterr().err
+
+
+def test_status_refuses_a_non_id(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(monkeypatch, None)
+    assert main(["status", "app-7"]) == 1
+    assert "expected an application id like" in capsys.readouterr().err
+
+
+def test_kill(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeYarn([Report(state="RUNNING")])
+    use(monkeypatch, fake)
+    assert main(["kill", APP_ID]) == 0
+    assert fake.killed == [APP_ID]
+    assert "KILLED" in capsys.readouterr().out
+
+
+def test_list_shows_only_tfyarn_apps(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = Report(id="application_1700000000000_0001", name="spark", tags=set())
+    ours = Report(id=APP_ID, name="mnist", state="RUNNING")
+    use(monkeypatch, FakeYarn(apps=[other, ours]))
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "mnist" in out and "spark" not in out
+
+
+LOGS = """\
+Container: container_1700000000000_0007_01_000001 on localhost_40000
+LogAggregationType: AGGREGATED
+=========================================
+LogType:application.master.log
+LogLength:12
+LogContents:
+master line
+End of LogType:application.master.log
+*****************************************
+
+Container: container_1700000000000_0007_01_000003 on localhost_40000
+LogAggregationType: AGGREGATED
+=========================================
+LogType:worker.log
+LogLength:30
+LogContents:
+tfyarn task worker:1 attempt 0
+worker one says hi
+End of LogType:worker.log
+*****************************************
+
+Container: container_1700000000000_0007_01_000002 on localhost_40000
+LogAggregationType: AGGREGATED
+=========================================
+LogType:worker.log
+LogLength:30
+LogContents:
+tfyarn task worker:0 attempt 0
+worker zero says hi
+End of LogType:worker.log
+"""
+
+
+def test_logs_split_per_task(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(client, "_use_cluster", lambda: None)
+    monkeypatch.setattr(client, "_yarn_logs", lambda app_id, timeout: LOGS)
+    assert main(["logs", APP_ID, "--task", "worker:1"]) == 0
+    out = capsys.readouterr().out
+    assert "==> worker:1 [container_1700000000000_0007_01_000003" in out
+    assert (
+        "worker one says hi" in out and "zero" not in out and "master line" not in out
+    )
+    assert main(["logs", APP_ID]) == 0
+    out = capsys.readouterr().out
+    assert out.index("master line") < out.index("worker zero") < out.index("worker one")
+    assert main(["logs", APP_ID, "--task", "ps:0"]) == 1
+    assert (
+        "tasks with logs: ['master', 'worker:0', 'worker:1']" in capsys.readouterr().err
+    )
