@@ -20,6 +20,7 @@ from tfyarn.errors import (
     SpecError,
     TfyarnError,
 )
+from tfyarn.progress import report_progress
 from tfyarn.spec import JobSpec, Role, TaskGroup
 
 __version__ = "0.1.0"

@@ -1,0 +1,94 @@
+"""Entry point of the application master: ``python -u -m am`` in the AM container.
+
+skein starts this next to its Java AM (the Master's script) with the job in
+``TFYARN_JOB``. Steps: serve the gRPC contract with mutual TLS, publish the
+address in the kv store (``tfyarn.master``), launch every task, reconcile until
+the job ends, then end the application with its final status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from typing import Any
+
+from am.launcher import Launcher
+from am.servicer import create_server, mark_serving
+from am.state import MASTER_KEY, JobState
+from tfyarn import _env
+from tfyarn._master_client import find_credentials
+from tfyarn.spec import JobSpec
+
+log = logging.getLogger("am")
+
+
+async def serve(spec: JobSpec, launcher: Launcher, *, host: str) -> int:
+    """Run the master for one job; return the process exit code."""
+    cert, key = find_credentials()
+    state = JobState(spec, launcher)
+    server, port = create_server(state, cert, key)
+    state.master_address = f"{host}:{port}"
+    await server.start()
+    await mark_serving(server)
+    log.info("tfyarn master serving on %s", state.master_address)
+    await launcher.publish(MASTER_KEY, state.master_address)
+    await _add_status_page(state, launcher, host)
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(
+        signal.SIGTERM,
+        lambda: state.request_kill("the application master received SIGTERM (killed)"),
+    )
+    try:
+        phase, _ = await state.run()
+    finally:
+        await server.stop(grace=1.0)
+    return 0 if phase.value == "SUCCEEDED" else 1
+
+
+async def _add_status_page(state: JobState, launcher: Launcher, host: str) -> None:
+    from am import status_page
+
+    try:
+        # The page reads the last published snapshot: never the live state.
+        page = status_page.serve(lambda: json.loads(state.last_status or "{}"))
+        target = f"http://{host}:{page.server_address[1]}"
+        await launcher.add_page("tfyarn", target, "tfyarn status")
+    except Exception:  # a missing page must not cost the job
+        log.exception("could not add the status page to the YARN web UI")
+
+
+def main() -> int:
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    import skein
+
+    from am.launcher import SkeinLauncher
+
+    try:
+        spec = JobSpec.from_env(os.environ[_env.JOB])
+    except Exception as exc:
+        log.exception("cannot read the job from $%s", _env.JOB)
+        app: Any = skein.ApplicationClient.from_current()
+        app.shutdown("FAILED", f"tfyarn master: cannot read the job spec: {exc}")
+        return 1
+    app = skein.ApplicationClient.from_current()
+    host = os.environ.get("NM_HOST") or socket.getfqdn()
+    try:
+        return asyncio.run(serve(spec, SkeinLauncher(app), host=host))
+    except Exception as exc:
+        log.exception("the tfyarn master crashed")
+        app.shutdown("FAILED", f"tfyarn master crashed: {type(exc).__name__}: {exc}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""Container operations the master needs, behind one small interface.
+
+``SkeinLauncher`` drives YARN through skein's application client; its calls
+block on a round trip to skein's Java AM, so each runs in a worker thread and
+the asyncio loop (which serves every task's gRPC call) never waits on YARN.
+``FakeLauncher`` keeps containers in memory for unit tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# skein's container states (skein.model.ContainerState).
+PENDING_STATES = frozenset({"WAITING", "REQUESTED"})
+ENDED_STATES = frozenset({"SUCCEEDED", "FAILED", "KILLED"})
+ALL_STATES = ("WAITING", "REQUESTED", "RUNNING", "SUCCEEDED", "FAILED", "KILLED")
+
+
+@dataclass(frozen=True)
+class ContainerInfo:
+    """What YARN (through skein) says about one container."""
+
+    id: str  # skein's id: "<service>_<instance>", e.g. "worker_3"
+    state: str  # one of ALL_STATES
+    yarn_container_id: str = ""
+    node: str = ""  # the NodeManager's http address
+    exit_message: str = ""
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ENDED_STATES
+
+
+class Launcher:
+    """The master's view of YARN. Every method is a coroutine and never blocks."""
+
+    app_id: str = ""
+
+    async def start(self, role: str, env: Mapping[str, str]) -> ContainerInfo:
+        """Ask for one container of the service named ``role``."""
+        raise NotImplementedError
+
+    async def kill(self, container_id: str) -> None:
+        raise NotImplementedError
+
+    async def poll(self) -> dict[str, ContainerInfo]:
+        """Every container of the application so far, by skein id."""
+        raise NotImplementedError
+
+    async def publish(self, key: str, value: str) -> None:
+        """Store ``value`` in the application's key-value store."""
+        raise NotImplementedError
+
+    async def set_progress(self, progress: float) -> None:
+        raise NotImplementedError
+
+    async def add_page(self, route: str, target: str, link_name: str) -> None:
+        raise NotImplementedError
+
+    async def shutdown(self, status: str, diagnostics: str) -> None:
+        """End the application with a final status (SUCCEEDED, FAILED, KILLED)."""
+        raise NotImplementedError
+
+
+class SkeinLauncher(Launcher):
+    """The real thing: skein's ``ApplicationClient`` from inside the AM container."""
+
+    def __init__(self, app: Any, *, threads: int = 4) -> None:
+        self._app = app
+        self.app_id = str(getattr(app, "id", ""))
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="skein")
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    async def start(self, role: str, env: Mapping[str, str]) -> ContainerInfo:
+        container = await self._run(
+            lambda: self._app.add_container(role, env=dict(env))
+        )
+        return _info(container)
+
+    async def kill(self, container_id: str) -> None:
+        await self._run(self._app.kill_container, container_id)
+
+    async def poll(self) -> dict[str, ContainerInfo]:
+        containers = await self._run(
+            lambda: self._app.get_containers(states=ALL_STATES)
+        )
+        return {c.id: _info(c) for c in containers}
+
+    async def publish(self, key: str, value: str) -> None:
+        await self._run(self._app.kv.__setitem__, key, value.encode())
+
+    async def set_progress(self, progress: float) -> None:
+        await self._run(self._app.set_progress, min(1.0, max(0.0, progress)))
+
+    async def add_page(self, route: str, target: str, link_name: str) -> None:
+        await self._run(lambda: self._app.ui.add_page(route, target, link_name))
+
+    async def shutdown(self, status: str, diagnostics: str) -> None:
+        await self._run(lambda: self._app.shutdown(status, diagnostics))
+
+
+def _info(container: Any) -> ContainerInfo:
+    return ContainerInfo(
+        id=container.id,
+        state=str(container.state),
+        yarn_container_id=container.yarn_container_id or "",
+        node=container.yarn_node_http_address or "",
+        exit_message=container.exit_message or "",
+    )
+
+
+@dataclass
+class FakeLauncher(Launcher):
+    """In-memory YARN for unit tests: containers wait until a test grants them.
+
+    Tests drive it with :meth:`grant` and :meth:`end`, and read what the master
+    did from ``started``, ``killed``, ``kv``, ``progress`` and ``final``.
+    """
+
+    app_id: str = "application_0_0001"
+    containers: dict[str, ContainerInfo] = field(default_factory=dict)
+    started: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    killed: list[str] = field(default_factory=list)
+    kv: dict[str, str] = field(default_factory=dict)
+    progress: float = 0.0
+    pages: dict[str, str] = field(default_factory=dict)
+    final: tuple[str, str] | None = None
+    _next: dict[str, int] = field(default_factory=dict)
+
+    async def start(self, role: str, env: Mapping[str, str]) -> ContainerInfo:
+        instance = self._next.get(role, 0)
+        self._next[role] = instance + 1
+        info = ContainerInfo(id=f"{role}_{instance}", state="REQUESTED")
+        self.containers[info.id] = info
+        self.started.append((info.id, dict(env)))
+        return info
+
+    def grant(self, container_id: str) -> None:
+        """YARN allocated the container and it is running."""
+        n = len(self.containers)
+        self.containers[container_id] = replace(
+            self.containers[container_id],
+            state="RUNNING",
+            yarn_container_id=f"container_0_0001_01_{n:06d}",
+            node="node1:8042",
+        )
+
+    def end(self, container_id: str, state: str, message: str = "") -> None:
+        """The container ended (SUCCEEDED, FAILED or KILLED)."""
+        self.containers[container_id] = replace(
+            self.containers[container_id], state=state, exit_message=message
+        )
+
+    async def kill(self, container_id: str) -> None:
+        self.killed.append(container_id)
+        if container_id in self.containers:
+            self.end(container_id, "KILLED", "Killed by user request.")
+
+    async def poll(self) -> dict[str, ContainerInfo]:
+        return dict(self.containers)
+
+    async def publish(self, key: str, value: str) -> None:
+        self.kv[key] = value
+
+    async def set_progress(self, progress: float) -> None:
+        self.progress = progress
+
+    async def add_page(self, route: str, target: str, link_name: str) -> None:
+        self.pages[route] = target
+
+    async def shutdown(self, status: str, diagnostics: str) -> None:
+        self.final = (status, diagnostics)

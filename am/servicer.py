@@ -1,0 +1,169 @@
+"""The master's gRPC service: validate each request, call the state, return a proto.
+
+Handlers never block and never call YARN; the state records facts and the
+reconcile loop (am/state.py) acts on them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from am.state import JobState, TaskRejected
+from tfyarn._proto import master_pb2 as pb
+from tfyarn._proto import master_pb2_grpc
+
+log = logging.getLogger(__name__)
+SERVICE = "tfyarn.Master"
+
+
+class MasterServicer(master_pb2_grpc.MasterServicer):
+    """``tfyarn.Master``, as declared in proto/tfyarn/_proto/master.proto."""
+
+    def __init__(self, state: JobState) -> None:
+        self.state = state
+
+    async def RegisterTask(
+        self, request: pb.RegisterTaskRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RegisterTaskReply:
+        generation = await _guard(context, lambda: self.state.register(request))
+        return pb.RegisterTaskReply(generation=generation)
+
+    async def WatchCluster(
+        self, request: pb.WatchClusterRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[bytes]:
+        # Yields ClusterEvents already serialized by the state: one
+        # serialization per generation, shared by every stream.
+        watcher = await _guard(
+            context,
+            lambda: self.state.watch(
+                request.task.role,
+                request.task.index,
+                request.attempt,
+                request.known_generation,
+            ),
+        )
+        try:
+            async for event in watcher.events():
+                yield event
+        finally:
+            self.state.unwatch(watcher)
+
+    async def Heartbeat(
+        self, request: pb.HeartbeatRequest, context: grpc.aio.ServicerContext
+    ) -> pb.HeartbeatReply:
+        generation = await _guard(
+            context,
+            lambda: self.state.heartbeat(
+                request.task.role, request.task.index, request.attempt
+            ),
+        )
+        return pb.HeartbeatReply(generation=generation)
+
+    async def ReportProgress(
+        self, request: pb.ReportProgressRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ReportProgressReply:
+        await _guard(
+            context,
+            lambda: self.state.progress(
+                request.task.role,
+                request.task.index,
+                request.attempt,
+                request.step,
+                dict(request.metrics),
+            ),
+        )
+        return pb.ReportProgressReply()
+
+    async def ReportTaskEnd(
+        self, request: pb.ReportTaskEndRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ReportTaskEndReply:
+        await _guard(
+            context,
+            lambda: self.state.task_end(
+                request.task.role,
+                request.task.index,
+                request.attempt,
+                request.exit_code,
+                request.stderr_tail,
+            ),
+        )
+        return pb.ReportTaskEndReply()
+
+
+async def _guard(context: grpc.aio.ServicerContext, call: Callable[[], Any]) -> Any:
+    """Run a state call; turn a rejection into the matching gRPC status."""
+    try:
+        return call()
+    except TaskRejected as exc:
+        await context.abort(getattr(grpc.StatusCode, exc.code), str(exc))
+
+
+def _serialize(message: bytes | Any) -> bytes:
+    return message if isinstance(message, bytes) else message.SerializeToString()
+
+
+def _handlers(servicer: MasterServicer) -> dict[str, grpc.RpcMethodHandler]:
+    # As the generated add_MasterServicer_to_server, except that responses may
+    # be pre-serialized bytes (WatchCluster's shared ClusterSpec).
+    def unary(method: Callable[..., Any], request: Any) -> grpc.RpcMethodHandler:
+        return grpc.unary_unary_rpc_method_handler(
+            method,
+            request_deserializer=request.FromString,
+            response_serializer=_serialize,
+        )
+
+    return {
+        "RegisterTask": unary(servicer.RegisterTask, pb.RegisterTaskRequest),
+        "WatchCluster": grpc.unary_stream_rpc_method_handler(
+            servicer.WatchCluster,
+            request_deserializer=pb.WatchClusterRequest.FromString,
+            response_serializer=_serialize,
+        ),
+        "Heartbeat": unary(servicer.Heartbeat, pb.HeartbeatRequest),
+        "ReportProgress": unary(servicer.ReportProgress, pb.ReportProgressRequest),
+        "ReportTaskEnd": unary(servicer.ReportTaskEnd, pb.ReportTaskEndRequest),
+    }
+
+
+def create_server(
+    state: JobState, cert: bytes, key: bytes, address: str = "0.0.0.0:0"
+) -> tuple[grpc.aio.Server, int]:
+    """Build (not start) the master's server with mutual TLS; return it and its port.
+
+    Clients must present a certificate signed by the application's own
+    certificate (skein gives every container the same pair), so a process
+    without the app's credentials cannot even complete the TLS handshake.
+    """
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_send_message_length", 64 * 1024 * 1024),
+            # Thousands of tasks may connect at once (tests/benchmarks/registry_scale.py).
+            ("grpc.max_concurrent_streams", 100_000),
+        ]
+    )
+    handlers = _handlers(MasterServicer(state))
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE, handlers),)
+    )
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    credentials = grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=cert, require_client_auth=True
+    )
+    port = server.add_secure_port(address, credentials)
+    if not port:
+        raise OSError(f"the tfyarn master could not bind {address}")
+    server.health = health_servicer  # type: ignore[attr-defined]
+    return server, port
+
+
+async def mark_serving(server: grpc.aio.Server) -> None:
+    """Tell the health service the master (and tfyarn.Master) is up."""
+    servicer = server.health  # type: ignore[attr-defined]
+    for name in ("", SERVICE):
+        await servicer.set(name, health_pb2.HealthCheckResponse.SERVING)

@@ -1,0 +1,738 @@
+"""The job's state machine and the master's one reconcile loop.
+
+Everything here runs on the master's asyncio loop. gRPC handlers call the
+synchronous methods (:meth:`JobState.register`, :meth:`JobState.heartbeat`, …):
+they only record facts and make decisions, never wait. Side effects on YARN
+(launching, killing, publishing, shutting down) happen in :meth:`JobState.run`,
+the reconcile loop, which compares what should be with what is, like dask's
+``SpecCluster._correct_state``.
+
+What a failed task costs is decided in exactly one place,
+:meth:`JobState._decide`; restarts (issue 5) plug in there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from am.launcher import PENDING_STATES, ContainerInfo, Launcher
+from tfyarn import _env
+from tfyarn._proto import master_pb2 as pb
+from tfyarn.spec import ROLES, JobSpec, Role
+
+log = logging.getLogger(__name__)
+
+STATUS_KEY = "tfyarn.status"
+MASTER_KEY = "tfyarn.master"
+# A runtime reports its script's end before its container exits; when YARN says
+# a container ended, wait this long for that report before calling it lost.
+END_REPORT_GRACE = 3.0
+# After a Stop's grace the runtime has this long to exit before we kill it.
+KILL_MARGIN = 5.0
+STDERR_TAIL_CHARS = 4000
+HISTORY_LIMIT = 50
+
+
+class Phase(str, Enum):
+    """Where the whole job is."""
+
+    LAUNCHING = "LAUNCHING"
+    REGISTERING = "REGISTERING"
+    RUNNING = "RUNNING"
+    RESTARTING = "RESTARTING"
+    FINISHING = "FINISHING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+
+    def is_terminal(self) -> bool:
+        return self in (Phase.SUCCEEDED, Phase.FAILED, Phase.KILLED)
+
+
+class TaskState(str, Enum):
+    """Where one task (one attempt of it) is."""
+
+    REQUESTED = "REQUESTED"  # container asked of YARN, not granted yet
+    ALLOCATED = "ALLOCATED"  # container running, task not registered yet
+    REGISTERED = "REGISTERED"  # registered, waiting for the cluster to form
+    RUNNING = "RUNNING"  # holds the ClusterSpec; its script runs
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"  # the script exited non-zero
+    KILLED = "KILLED"  # stopped by the master
+    LOST = "LOST"  # container gone or silent without reporting an end
+
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL_TASK_STATES
+
+    def is_registered(self) -> bool:
+        return self in (TaskState.REGISTERED, TaskState.RUNNING)
+
+
+_TERMINAL_TASK_STATES = frozenset(
+    {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.KILLED, TaskState.LOST}
+)
+
+
+class Action(Enum):
+    """What the master does about a failed task (see ``JobState._decide``)."""
+
+    FAIL_JOB = "fail the job"
+    IGNORE = "ignore"  # the job's outcome is already decided
+
+
+class TaskRejected(Exception):
+    """A task's call cannot be accepted; ``code`` is a ``grpc.StatusCode`` name."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Watcher:
+    """One task's WatchCluster stream: a queue of serialized ClusterEvents.
+
+    Events are serialized once per generation and shared by every stream.
+    """
+
+    def __init__(self, task: Task, attempt: int) -> None:
+        self.task = task
+        self.attempt = attempt
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    def put(self, event: bytes) -> None:
+        self._queue.put_nowait(event)
+
+    def close(self) -> None:
+        self._queue.put_nowait(None)
+
+    async def events(self) -> AsyncIterator[bytes]:
+        while True:
+            event = await self._queue.get()
+            if event is None:
+                return
+            yield event
+
+
+@dataclass(eq=False)
+class Task:
+    """One TensorFlow task and its current attempt."""
+
+    role: Role
+    index: int
+    attempt: int = 0
+    state: TaskState = TaskState.REQUESTED
+    container_id: str | None = None
+    yarn_container_id: str | None = None
+    node: str | None = None
+    host: str | None = None
+    port: int | None = None
+    exit_code: int | None = None
+    stderr_tail: str = ""
+    step: int | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    requested_at: float = 0.0
+    last_heartbeat: float | None = None
+    container_ended_at: float | None = None
+    stop_requested_at: float | None = None
+    stop_grace: float = 0.0
+    history: list[str] = field(default_factory=list)
+    watchers: set[Watcher] = field(default_factory=set)
+
+    @property
+    def key(self) -> str:
+        return f"{self.role.value}:{self.index}"
+
+    @property
+    def address(self) -> str | None:
+        return f"{self.host}:{self.port}" if self.host else None
+
+    def where(self) -> str:
+        """Which container and node, for diagnostics."""
+        parts = [f"attempt {self.attempt}"]
+        if self.yarn_container_id:
+            parts.append(self.yarn_container_id)
+        if self.node:
+            parts.append(f"on {self.node.split(':')[0]}")
+        return ", ".join(parts)
+
+
+class JobState:
+    """The master's whole view of one job, and the loop that acts on it.
+
+    Parameters
+    ----------
+    spec
+        The job, as submitted.
+    launcher
+        YARN, or a fake.
+    master_address
+        ``host:port`` of the gRPC service, given to every task.
+    clock, wall
+        Monotonic time for timeouts and epoch time for the status snapshot;
+        tests replace them.
+    tick
+        The longest the reconcile loop sleeps between passes.
+    """
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        launcher: Launcher,
+        *,
+        master_address: str = "",
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        tick: float = 0.5,
+        publish_interval: float = 1.0,
+    ) -> None:
+        self.spec = spec
+        self.launcher = launcher
+        self.master_address = master_address
+        self.clock = clock
+        self.wall = wall
+        self.tick = tick
+        self.publish_interval = publish_interval
+        self.phase = Phase.LAUNCHING
+        self.generation = 0
+        self.restarts = 0
+        self.restart_reasons: list[str] = []
+        self.failures: list[str] = []
+        self.diagnostics = ""
+        self.started = wall()
+        self.cluster_formed_at: float | None = None
+        self.tasks: dict[tuple[Role, int], Task] = {
+            key: Task(role=key[0], index=key[1]) for key in spec.task_keys()
+        }
+        self.lead = self.tasks[spec.lead_task()]
+        self._cluster_event: bytes | None = None
+        self._outcome: tuple[Phase, str] | None = None
+        self._finishing_since: float | None = None
+        self._wakeup = asyncio.Event()
+        self._last_published: tuple[str, float] = ("", 0.0)
+        self._last_progress = -1.0
+        self._containers: dict[str, ContainerInfo] = {}
+        # The latest snapshot as JSON; other threads (the status page) read only this.
+        self.last_status = ""
+
+    # -- what handlers call (synchronous, never block) ------------------------
+
+    def task(self, role: str, index: int, attempt: int | None = None) -> Task:
+        """The task a request names; raise TaskRejected if it is not ours."""
+        try:
+            task = self.tasks[(Role(role), index)]
+        except (ValueError, KeyError):
+            known = ", ".join(t.key for t in self.tasks.values())
+            raise TaskRejected(
+                "NOT_FOUND", f"no task {role}:{index} in this job (tasks: {known})"
+            ) from None
+        if attempt is not None and attempt != task.attempt:
+            raise TaskRejected(
+                "FAILED_PRECONDITION",
+                f"{task.key} attempt {attempt} was replaced by attempt "
+                f"{task.attempt}; this container should exit",
+            )
+        return task
+
+    def register(self, req: pb.RegisterTaskRequest) -> int:
+        """Record a task's address; form the cluster once every task is in."""
+        task = self.task(req.task.role, req.task.index, req.attempt)
+        if not req.host or not 0 < req.port < 65536:
+            raise TaskRejected(
+                "INVALID_ARGUMENT",
+                f"{task.key} registered without a usable address "
+                f"(host={req.host!r}, port={req.port})",
+            )
+        if self.phase.is_terminal() or task.state.is_terminal():
+            raise TaskRejected(
+                "FAILED_PRECONDITION",
+                f"{task.key} cannot register: it is {task.state.value} and the "
+                f"job is {self.phase.value}",
+            )
+        if task.state.is_registered():
+            if (task.host, task.port) == (req.host, req.port):
+                return self.generation  # a retried call: already done
+            raise TaskRejected(
+                "ALREADY_EXISTS",
+                f"{task.key} attempt {task.attempt} is already registered at "
+                f"{task.address}, not {req.host}:{req.port}",
+            )
+        task.host, task.port = req.host, req.port
+        task.container_id = req.container_id or task.container_id
+        task.yarn_container_id = req.yarn_container_id or task.yarn_container_id
+        task.last_heartbeat = self.clock()
+        self._set(task, TaskState.REGISTERED, f"registered at {task.address}")
+        if self._cluster_event is not None:
+            # Late joiners (an evaluator) get the cluster that already formed.
+            self._set(task, TaskState.RUNNING, "received the cluster spec")
+        else:
+            self._maybe_form_cluster()
+        self._poke()
+        return self.generation
+
+    def watch(self, role: str, index: int, attempt: int, known: int) -> Watcher:
+        """Open a WatchCluster stream for a task."""
+        task = self.task(role, index, attempt)
+        watcher = Watcher(task, attempt)
+        task.watchers.add(watcher)
+        if self._cluster_event is not None and self.generation > known:
+            watcher.put(self._cluster_event)
+        if task.stop_requested_at is not None or self.phase.is_terminal():
+            watcher.put(self._stop_event(task, "the job is ending"))
+            watcher.close()
+        return watcher
+
+    def unwatch(self, watcher: Watcher) -> None:
+        watcher.task.watchers.discard(watcher)
+
+    def heartbeat(self, role: str, index: int, attempt: int) -> int:
+        task = self.task(role, index, attempt)
+        task.last_heartbeat = self.clock()
+        return self.generation
+
+    def progress(
+        self, role: str, index: int, attempt: int, step: int, metrics: dict[str, float]
+    ) -> None:
+        task = self.task(role, index, attempt)
+        task.last_heartbeat = self.clock()
+        task.step = step
+        task.metrics = metrics
+
+    def task_end(
+        self, role: str, index: int, attempt: int, code: int, tail: str
+    ) -> None:
+        """A task's script ended with ``code``; decide what that means for the job."""
+        task = self.task(role, index, attempt)
+        if task.state.is_terminal():
+            return  # already decided (e.g. its container was seen gone first)
+        task.exit_code = code
+        task.stderr_tail = tail[-STDERR_TAIL_CHARS:]
+        if task.stop_requested_at is not None:
+            self._set(task, TaskState.KILLED, f"stopped by the master (exit {code})")
+        elif code == 0:
+            self._set(task, TaskState.SUCCEEDED, "script exited 0")
+            if task is self.lead:
+                self._on_lead_success()
+        else:
+            self._set(task, TaskState.FAILED, f"script exited {code}")
+            self._on_failure(task, self._exit_reason(task))
+        self._poke()
+
+    def request_kill(self, reason: str) -> None:
+        """The application is being killed from outside (SIGTERM to the master)."""
+        if self._outcome is None:
+            self._outcome = (Phase.KILLED, reason)
+        self._poke()
+
+    # -- decisions --------------------------------------------------------------
+
+    def _decide(self, task: Task, reason: str) -> Action:
+        """The one place deciding what a failed task costs the job.
+
+        Today every failure before the lead task finished fails the job. Issue
+        5 adds restarts here (replace a lost PS-mode worker; restart the whole
+        cluster otherwise), within ``spec.max_restarts``.
+        """
+        if self._outcome is not None or self._finishing_since is not None:
+            return Action.IGNORE  # the outcome is already settled
+        return Action.FAIL_JOB
+
+    def _on_failure(self, task: Task, reason: str) -> None:
+        action = self._decide(task, reason)
+        log.warning("%s failed: %s -> %s", task.key, reason, action.value)
+        self.failures.append(reason)
+        if action is Action.FAIL_JOB:
+            self._outcome = (Phase.FAILED, reason)
+
+    def _on_lead_success(self) -> None:
+        if self._outcome is not None or self._finishing_since is not None:
+            return
+        self._finishing_since = self.clock()
+        self.phase = Phase.FINISHING
+        log.info("%s succeeded: stopping ps and evaluator tasks", self.lead.key)
+        # ps tasks block in server.join() forever and an evaluator loops over
+        # checkpoints: neither ends by itself.
+        for task in self.tasks.values():
+            if task.role in (Role.PS, Role.EVALUATOR):
+                self._request_stop(task, f"{self.lead.key} finished")
+
+    def _exit_reason(self, task: Task) -> str:
+        text = f"{task.key} ({task.where()}) exited with code {task.exit_code}"
+        if task.exit_code is not None and task.exit_code < 0:
+            text += f" (killed by signal {-task.exit_code})"
+        tail = task.stderr_tail.strip()
+        if tail:
+            lines = tail.splitlines()[-20:]
+            text += ". Last lines of its stderr:\n" + "\n".join(
+                "  " + line for line in lines
+            )
+        return text
+
+    def _maybe_form_cluster(self) -> None:
+        members = [t for t in self.tasks.values() if t.role.in_cluster_spec()]
+        if not all(t.state.is_registered() for t in members):
+            return
+        self.generation += 1
+        jobs: dict[str, pb.JobAddresses] = {}
+        for role in ROLES:
+            addresses = [t.address or "" for t in members if t.role is role]
+            if addresses:
+                jobs[role.value] = pb.JobAddresses(addresses=addresses)
+        spec = pb.ClusterSpec(
+            generation=self.generation, jobs=jobs, restart=self.restarts
+        )
+        # Serialized once for every stream (a 5000-task spec is ~150 kB).
+        self._cluster_event = pb.ClusterEvent(cluster_spec=spec).SerializeToString()
+        self.cluster_formed_at = self.wall()
+        self.phase = Phase.RUNNING
+        log.info(
+            "cluster formed (generation %d, %d tasks)", self.generation, len(members)
+        )
+        for task in self.tasks.values():
+            if task.state is TaskState.REGISTERED:
+                self._set(
+                    task, TaskState.RUNNING, f"received cluster {self.generation}"
+                )
+            for watcher in task.watchers:
+                watcher.put(self._cluster_event)
+
+    def cluster(self) -> dict[str, list[str]]:
+        """The formed cluster in TF_CONFIG's layout (empty before it forms)."""
+        if self._cluster_event is None:
+            return {}
+        event = pb.ClusterEvent.FromString(self._cluster_event)
+        return {k: list(v.addresses) for k, v in event.cluster_spec.jobs.items()}
+
+    # -- the reconcile loop ---------------------------------------------------------
+
+    async def run(self) -> tuple[Phase, str]:
+        """Launch every task, then reconcile until the job ends; return the outcome.
+
+        The application is shut down (``launcher.shutdown``) before this returns.
+        """
+        await self._publish(force=True)
+        try:
+            await self._launch_all()
+        except Exception as exc:  # YARN refused a request: nothing will run
+            log.exception("launching containers failed")
+            if self._outcome is None:
+                self._outcome = (
+                    Phase.FAILED,
+                    f"tfyarn master could not request containers: {exc}",
+                )
+        if self.phase is Phase.LAUNCHING:
+            self.phase = Phase.REGISTERING
+        while True:
+            try:
+                await self._reconcile()
+            except Exception:  # one bad pass must not kill the master
+                log.exception("reconcile pass failed; retrying")
+            if self._outcome is not None:
+                break
+            self._wakeup.clear()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), self.tick)
+            except asyncio.TimeoutError:
+                pass
+        return await self._finish(*self._outcome)
+
+    async def _launch_all(self) -> None:
+        for task in self.tasks.values():
+            if self._outcome is not None:
+                return
+            await self._launch(task)
+
+    async def _launch(self, task: Task) -> None:
+        env = {
+            _env.TASK_INDEX: str(task.index),
+            _env.ATTEMPT: str(task.attempt),
+            _env.MASTER_ADDRESS: self.master_address,
+            _env.RESTART: str(self.restarts),
+        }
+        if task.port:
+            env[_env.PORT] = str(task.port)  # a replaced task keeps its address
+        task.requested_at = self.clock()
+        info = await self.launcher.start(task.role.value, env)
+        task.container_id = info.id
+        self._note(task, f"requested container {info.id}")
+
+    async def _reconcile(self) -> None:
+        now = self.clock()
+        self._containers = await self.launcher.poll()
+        for task in self.tasks.values():
+            self._watch_container(task, now)
+        self._check_registration(now)
+        self._check_heartbeats(now)
+        if self._finishing_since is not None:
+            self._check_finishing(now)
+        await self._enforce_stops(now)
+        await self._publish()
+
+    def _watch_container(self, task: Task, now: float) -> None:
+        info = self._containers.get(task.container_id or "")
+        if info is None or task.state.is_terminal():
+            return
+        if info.yarn_container_id and not task.yarn_container_id:
+            task.yarn_container_id = info.yarn_container_id
+        if info.node:
+            task.node = info.node
+        if task.state is TaskState.REQUESTED and info.state == "RUNNING":
+            self._set(
+                task,
+                TaskState.ALLOCATED,
+                f"got {info.yarn_container_id} on {info.node}",
+            )
+        if not info.ended:
+            return
+        if task.container_ended_at is None:
+            task.container_ended_at = now
+            return
+        if now - task.container_ended_at < END_REPORT_GRACE:
+            return
+        # The container is gone and the runtime never said how its script ended.
+        if task.stop_requested_at is not None:
+            self._set(task, TaskState.KILLED, f"container {info.state}")
+            return
+        message = info.exit_message.strip() or "no message from YARN"
+        self._set(task, TaskState.LOST, f"container {info.state}: {message}")
+        self._on_failure(
+            task,
+            f"{task.key} ({task.where()}) was lost: its container ended "
+            f"{info.state} without the task reporting an exit code "
+            f"(YARN: {message})",
+        )
+
+    def _check_registration(self, now: float) -> None:
+        timeout = self.spec.registration_timeout
+        late = [
+            t
+            for t in self.tasks.values()
+            if t.state in (TaskState.REQUESTED, TaskState.ALLOCATED)
+            and t.stop_requested_at is None
+            and now - t.requested_at > timeout
+        ]
+        if not late:
+            return
+        for task in late:
+            self._set(task, TaskState.LOST, f"not registered after {timeout:.0f} s")
+        reasons = "; ".join(self._waiting_for(t, now) for t in late)
+        self._on_failure(
+            late[0],
+            f"{len(late)} task(s) did not register within the registration timeout "
+            f"of {timeout:.0f} s: {reasons}",
+        )
+
+    def _waiting_for(self, task: Task, now: float) -> str:
+        waited = now - task.requested_at
+        info = self._containers.get(task.container_id or "")
+        if info is None or info.state in PENDING_STATES:
+            group = self.spec.group(task.role)
+            gpus = f", {group.gpus} GPUs" if group.gpus else ""
+            return (
+                f"{task.key} waiting for a container of {group.memory_mib} MiB, "
+                f"{group.vcores} vcores{gpus}; not granted after {waited:.0f} s "
+                "(the cluster may not have these resources free, or at all)"
+            )
+        return (
+            f"{task.key} got container {info.yarn_container_id} on "
+            f"{info.node.split(':')[0]} but did not register after {waited:.0f} s "
+            "(see that container's log: did the tfyarn runtime start?)"
+        )
+
+    def _check_heartbeats(self, now: float) -> None:
+        timeout = self.spec.heartbeat_timeout
+        for task in self.tasks.values():
+            if (
+                task.state.is_registered()
+                and task.stop_requested_at is None
+                and task.last_heartbeat is not None
+                and now - task.last_heartbeat > timeout
+            ):
+                silent = now - task.last_heartbeat
+                self._set(task, TaskState.LOST, f"no heartbeat for {silent:.0f} s")
+                self._on_failure(
+                    task,
+                    f"{task.key} ({task.where()}) sent no heartbeat for {silent:.0f} s "
+                    f"(limit {timeout:.0f} s): its process is wedged or its node "
+                    "or network is gone",
+                )
+
+    def _check_finishing(self, now: float) -> None:
+        assert self._finishing_since is not None
+        elapsed = now - self._finishing_since
+        if elapsed > self.spec.worker_grace:
+            for task in self.tasks.values():
+                self._request_stop(
+                    task,
+                    f"{self.lead.key} finished {self.spec.worker_grace:.0f} s ago "
+                    "(worker_grace)",
+                )
+        if all(t.state.is_terminal() for t in self.tasks.values()):
+            self._outcome = (Phase.SUCCEEDED, self._success_message())
+        elif elapsed > self.spec.worker_grace + self.spec.stop_grace + 2 * KILL_MARGIN:
+            # Bounded even if YARN never confirms the kills.
+            self._outcome = (Phase.SUCCEEDED, self._success_message())
+
+    def _success_message(self) -> str:
+        counts: dict[str, int] = {}
+        for task in self.tasks.values():
+            counts[task.state.value] = counts.get(task.state.value, 0) + 1
+        summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
+        return f"tfyarn: {self.lead.key} finished successfully ({summary})"
+
+    def _request_stop(self, task: Task, reason: str) -> None:
+        if task.state.is_terminal() or task.stop_requested_at is not None:
+            return
+        task.stop_requested_at = self.clock()
+        task.stop_grace = self.spec.stop_grace
+        self._note(task, f"stop requested: {reason}")
+        event = self._stop_event(task, reason)
+        for watcher in list(task.watchers):
+            watcher.put(event)
+            watcher.close()
+        self._poke()
+
+    def _stop_event(self, task: Task, reason: str) -> bytes:
+        stop = pb.Stop(reason=reason, grace_seconds=self.spec.stop_grace)
+        return pb.ClusterEvent(stop=stop).SerializeToString()
+
+    async def _enforce_stops(self, now: float) -> None:
+        for task in self.tasks.values():
+            if task.stop_requested_at is None or task.state.is_terminal():
+                continue
+            # A task with no stream cannot hear the Stop: kill its container now.
+            listening = bool(task.watchers) and task.state.is_registered()
+            if (
+                listening
+                and now - task.stop_requested_at < task.stop_grace + KILL_MARGIN
+            ):
+                continue
+            if task.container_id:
+                await self.launcher.kill(task.container_id)
+            self._set(task, TaskState.KILLED, "container killed by the master")
+
+    async def _finish(self, phase: Phase, diagnostics: str) -> tuple[Phase, str]:
+        self.phase = phase
+        if phase is Phase.FAILED and len(self.failures) > 1:
+            extra = "\n".join(f"- {f}" for f in self.failures[1:])
+            diagnostics += f"\nAlso failed afterwards:\n{extra}"
+        if self.launcher.app_id and phase is not Phase.SUCCEEDED:
+            diagnostics += (
+                f"\nAll task logs: yarn logs -applicationId {self.launcher.app_id}"
+            )
+        self.diagnostics = diagnostics
+        log.info("job %s: %s", phase.value, diagnostics)
+        for task in self.tasks.values():
+            event = self._stop_event(task, f"the job {phase.value.lower()}")
+            for watcher in list(task.watchers):
+                watcher.put(event)
+                watcher.close()
+        try:
+            await self._publish(force=True)
+            await self.launcher.set_progress(1.0)
+        except Exception:
+            log.exception("could not publish the final status")
+        if phase is not Phase.KILLED:  # a killed app is already being torn down
+            await self.launcher.shutdown(phase.value, diagnostics)
+        return phase, diagnostics
+
+    # -- status ---------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The ``tfyarn.status`` document read by ``tfyarn status`` and the live view."""
+        now = self.clock()
+        tasks = []
+        for t in self.tasks.values():
+            age = None
+            if t.last_heartbeat is not None and not t.state.is_terminal():
+                age = round(now - t.last_heartbeat, 1)
+            tasks.append(
+                {
+                    "task": t.key,
+                    "role": t.role.value,
+                    "index": t.index,
+                    "attempt": t.attempt,
+                    "state": t.state.value,
+                    "address": t.address,
+                    "container_id": t.container_id,
+                    "yarn_container_id": t.yarn_container_id,
+                    "node": t.node,
+                    "exit_code": t.exit_code,
+                    "step": t.step,
+                    "metrics": t.metrics,
+                    "last_heartbeat_age": age,
+                    "history": list(t.history),
+                }
+            )
+        return {
+            "phase": self.phase.value,
+            "generation": self.generation,
+            "restarts": self.restarts,
+            "restart_reasons": list(self.restart_reasons),
+            "started": self.started,
+            "cluster_formed_at": self.cluster_formed_at,
+            "diagnostics": self.diagnostics,
+            "master_address": self.master_address,
+            "lead": self.lead.key,
+            "tasks": tasks,
+        }
+
+    def yarn_progress(self) -> float:
+        """0-0.1 while registering, then the lead's step/total_steps if it reports them."""
+        if self.phase.is_terminal():
+            return 1.0
+        if self.phase is Phase.FINISHING:
+            return 0.95
+        if self._cluster_event is None:
+            done = sum(t.state.is_registered() for t in self.tasks.values())
+            return 0.1 * done / max(1, len(self.tasks))
+        total = self.lead.metrics.get("total_steps")
+        if total and self.lead.step is not None:
+            return 0.1 + 0.85 * min(1.0, self.lead.step / total)
+        return 0.1
+
+    async def _publish(self, *, force: bool = False) -> None:
+        snap = self.snapshot()
+        self.last_status = json.dumps(snap)
+        # Heartbeat ages change every pass: they alone refresh only now and then.
+        stable = json.dumps(
+            {
+                **snap,
+                "tasks": [{**t, "last_heartbeat_age": None} for t in snap["tasks"]],
+            },
+            sort_keys=True,
+        )
+        last, at = self._last_published
+        now = self.clock()
+        if (
+            force
+            or (stable != last and now - at >= self.publish_interval / 4)
+            or (now - at >= 5 * self.publish_interval)
+        ):
+            await self.launcher.publish(STATUS_KEY, self.last_status)
+            self._last_published = (stable, now)
+        progress = self.yarn_progress()
+        if abs(progress - self._last_progress) >= 0.01:
+            await self.launcher.set_progress(progress)
+            self._last_progress = progress
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _set(self, task: Task, state: TaskState, note: str) -> None:
+        task.state = state
+        self._note(task, f"{state.value}: {note}")
+
+    def _note(self, task: Task, text: str) -> None:
+        stamp = time.strftime("%H:%M:%S", time.gmtime(self.wall()))
+        task.history.append(f"{stamp} {text}")
+        del task.history[:-HISTORY_LIMIT]
+        log.info("%s %s", task.key, text)
+
+    def _poke(self) -> None:
+        self._wakeup.set()

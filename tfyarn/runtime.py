@@ -1,0 +1,401 @@
+"""The task runtime: ``python -m tfyarn.runtime`` in every task container.
+
+One task's life: reserve a port (held until the end), register with the master,
+wait for the ClusterSpec, run the user's script with TF_CONFIG (and optionally
+the legacy flags), heartbeat while it runs, forward SIGTERM / the master's Stop
+to it (SIGKILL after the grace), report how it ended, exit with its code.
+
+Identity comes from the environment (see :mod:`tfyarn._env`): the job in
+``TFYARN_JOB``, the role from the skein service, the index, attempt and master
+address from the master's ``add_container``.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from tfyarn import _env, _tfconfig
+from tfyarn._master_client import MasterClient, backoff_delays, call_until
+from tfyarn._ports import reserve_port, reserved_port
+from tfyarn._proto import master_pb2 as pb
+from tfyarn.errors import MasterUnavailableError, SpecError
+from tfyarn.spec import JobSpec, Role
+
+log = logging.getLogger("tfyarn.runtime")
+
+STDERR_TAIL_LINES = 40
+# The master refuses this attempt: it was replaced, or the task is unknown.
+_FATAL_CODES = (
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.ALREADY_EXISTS,
+)
+EXIT_RUNTIME_ERROR = 1
+EXIT_BAD_ENV = 2
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """Who this task is, read from the container's environment."""
+
+    spec: JobSpec
+    role: Role
+    index: int
+    attempt: int
+    restart: int
+    master_address: str
+    host: str
+    port: int  # 0: any free port
+    container_id: str
+    yarn_container_id: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.role.value}:{self.index}"
+
+    def task_key(self) -> pb.TaskKey:
+        return pb.TaskKey(role=self.role.value, index=self.index)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> TaskContext:
+        """Read the task's identity; raise SpecError naming what is missing."""
+        missing = [
+            name
+            for name in (_env.JOB, _env.ROLE, _env.TASK_INDEX, _env.MASTER_ADDRESS)
+            if not env.get(name)
+        ]
+        if missing:
+            raise SpecError(
+                f"not started by the tfyarn master: {', '.join(missing)} not set. "
+                "tfyarn.runtime runs inside containers of a job submitted with "
+                "`tfyarn submit`."
+            )
+        try:
+            return cls(
+                spec=JobSpec.from_env(env[_env.JOB]),
+                role=Role(env[_env.ROLE]),
+                index=int(env[_env.TASK_INDEX]),
+                attempt=int(env.get(_env.ATTEMPT) or 0),
+                restart=int(env.get(_env.RESTART) or 0),
+                master_address=env[_env.MASTER_ADDRESS],
+                host=env.get("NM_HOST") or socket.getfqdn(),
+                port=int(env.get(_env.PORT) or 0),
+                container_id=env.get("SKEIN_CONTAINER_ID", ""),
+                yarn_container_id=env.get("CONTAINER_ID", ""),
+            )
+        except (ValueError, KeyError) as exc:
+            raise SpecError(f"bad tfyarn task environment: {exc}") from exc
+
+
+class _StopRequest:
+    """Why and how the script must stop (master's Stop, SIGTERM, lost master)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.reason = ""
+        self.grace = 0.0
+
+    def set(self, reason: str, grace: float) -> None:
+        if not self.event.is_set():
+            self.reason, self.grace = reason, grace
+            self.event.set()
+
+
+class Runtime:
+    """Runs one task; :meth:`run` returns the process exit code."""
+
+    def __init__(
+        self,
+        ctx: TaskContext,
+        *,
+        credentials: tuple[bytes, bytes] | None = None,
+        workdir: Path | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.spec = ctx.spec
+        self.workdir = workdir or Path.cwd()
+        self.master = MasterClient(ctx.master_address, credentials)
+        self.stop = _StopRequest()
+        self.cluster_ready = threading.Event()
+        self.cluster: pb.ClusterSpec | None = None
+        self.stderr_tail: collections.deque[str] = collections.deque(
+            maxlen=STDERR_TAIL_LINES
+        )
+        self.done = threading.Event()
+        # Without a master for this long the job is over (YARN ends the
+        # containers of a dead master; this is the bound if it does not).
+        self.master_lost_after = max(60.0, 3 * self.spec.heartbeat_timeout)
+
+    # -- the task's life ----------------------------------------------------------
+
+    def run(self) -> int:
+        sock = reserve_port(self.ctx.port)
+        port = reserved_port(sock)
+        log.info(
+            "%s attempt %d holds %s:%d",
+            self.ctx.key,
+            self.ctx.attempt,
+            self.ctx.host,
+            port,
+        )
+        try:
+            self._register(port)
+            threading.Thread(target=self._watch, name="watch", daemon=True).start()
+            threading.Thread(
+                target=self._heartbeat, name="heartbeat", daemon=True
+            ).start()
+            if not self._wait_for_cluster():
+                return self._end_without_script()
+            code = self._run_script(port)
+            self._report_end(code)
+            return code if code >= 0 else 128 - code
+        except MasterUnavailableError as exc:
+            log.error("%s", exc)
+            return EXIT_RUNTIME_ERROR
+        finally:
+            self.done.set()
+            sock.close()  # the port is free only once the task is over
+            self.master.close()
+
+    def _register(self, port: int) -> None:
+        request = pb.RegisterTaskRequest(
+            task=self.ctx.task_key(),
+            attempt=self.ctx.attempt,
+            host=self.ctx.host,
+            port=port,
+            container_id=self.ctx.container_id,
+            yarn_container_id=self.ctx.yarn_container_id,
+        )
+        deadline = time.monotonic() + self.spec.registration_timeout
+        reply = call_until(
+            f"registering {self.ctx.key}",
+            self.ctx.master_address,
+            lambda timeout: self.master.stub.RegisterTask(request, timeout=timeout),
+            deadline=deadline,
+        )
+        log.info("%s registered (generation %d)", self.ctx.key, reply.generation)
+
+    def _wait_for_cluster(self) -> bool:
+        """Wait for the ClusterSpec (bounded); False if told to stop first."""
+        deadline = time.monotonic() + self.spec.registration_timeout + 30
+        while time.monotonic() < deadline:
+            if self.stop.event.is_set():
+                log.warning("stopping before the cluster formed: %s", self.stop.reason)
+                return False
+            if self.cluster_ready.wait(0.2):
+                return True
+        self.stop.set(
+            f"the cluster did not form within {self.spec.registration_timeout:.0f} s "
+            "of this task registering (other tasks never registered)",
+            0,
+        )
+        return False
+
+    def _end_without_script(self) -> int:
+        self.stderr_tail.append(f"tfyarn: {self.stop.reason}")
+        self._report_end(EXIT_RUNTIME_ERROR)
+        return EXIT_RUNTIME_ERROR
+
+    def _run_script(self, port: int) -> int:
+        assert self.cluster is not None
+        cluster = {job: list(a.addresses) for job, a in self.cluster.jobs.items()}
+        role, index = self.ctx.role.value, self.ctx.index
+        script = self.workdir / self.spec.script_name
+        if not script.is_file():
+            self.stderr_tail.append(
+                f"tfyarn: the script {self.spec.script_name} is not in the container's "
+                f"directory {self.workdir} (files: {sorted(os.listdir(self.workdir))})"
+            )
+            log.error("%s", self.stderr_tail[-1])
+            return EXIT_BAD_ENV
+        args = _tfconfig.script_args(
+            self.spec.args, cluster, role, index, legacy=self.spec.legacy_flags
+        )
+        env = dict(os.environ)
+        env.update(
+            {
+                "TF_CONFIG": _tfconfig.tf_config(cluster, role, index),
+                # TensorFlow binds its port with SO_REUSEPORT, next to our
+                # reservation (tfyarn/_ports.py).
+                "TF_GRPC_REUSE_PORT": "1",
+                "PYTHONUNBUFFERED": "1",
+                _env.PORT: str(port),
+                _env.RESTART: str(self.cluster.restart),
+            }
+        )
+        # sys.executable is the job's interpreter (JobSpec.python runs us).
+        command = [sys.executable, "-u", str(script), *args]
+        log.info("%s starts: %s", self.ctx.key, " ".join(command))
+        # Same process group as us: when YARN kills the container's group, the
+        # script goes too and is never orphaned.
+        child = subprocess.Popen(
+            command, env=env, cwd=self.workdir, stderr=subprocess.PIPE
+        )
+        tee = threading.Thread(target=self._tee_stderr, args=(child,), daemon=True)
+        tee.start()
+        self._supervise(child)
+        tee.join(timeout=5)
+        log.info("%s script exited with %s", self.ctx.key, child.returncode)
+        return int(child.returncode)
+
+    def _supervise(self, child: subprocess.Popen[bytes]) -> None:
+        """Wait for the script; on a stop request, SIGTERM it, SIGKILL after the grace."""
+        killed_at: float | None = None
+        while child.poll() is None:
+            if self.stop.event.is_set() and killed_at is None:
+                log.warning("stopping the script: %s", self.stop.reason)
+                _signal(child, signal.SIGTERM)
+                killed_at = time.monotonic() + self.stop.grace
+            if killed_at is not None and time.monotonic() >= killed_at:
+                log.warning(
+                    "the script outlived its %.0f s grace: SIGKILL", self.stop.grace
+                )
+                _signal(child, signal.SIGKILL)
+                killed_at = float("inf")
+            try:
+                child.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def _tee_stderr(self, child: subprocess.Popen[bytes]) -> None:
+        assert child.stderr is not None
+        out = sys.stderr.buffer
+        for line in iter(child.stderr.readline, b""):
+            out.write(line)
+            out.flush()
+            self.stderr_tail.append(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def _report_end(self, code: int) -> None:
+        request = pb.ReportTaskEndRequest(
+            task=self.ctx.task_key(),
+            attempt=self.ctx.attempt,
+            exit_code=code,
+            stderr_tail="\n".join(self.stderr_tail),
+        )
+        try:
+            call_until(
+                f"reporting the end of {self.ctx.key}",
+                self.ctx.master_address,
+                lambda timeout: self.master.stub.ReportTaskEnd(
+                    request, timeout=timeout
+                ),
+                deadline=time.monotonic() + 15,
+                attempt_timeout=5,
+            )
+        except (MasterUnavailableError, grpc.RpcError) as exc:
+            # The master also sees the container end; this only loses the detail.
+            log.warning("could not report the end to the master: %s", exc)
+
+    # -- background threads -------------------------------------------------------
+
+    def _watch(self) -> None:
+        """Follow WatchCluster; reconnect while the master is reachable."""
+        delay = backoff_delays(cap=5.0)
+        last_ok = time.monotonic()
+        while not self.done.is_set():
+            known = self.cluster.generation if self.cluster else 0
+            request = pb.WatchClusterRequest(
+                task=self.ctx.task_key(),
+                attempt=self.ctx.attempt,
+                known_generation=known,
+            )
+            try:
+                for event in self.master.stub.WatchCluster(request):
+                    last_ok = time.monotonic()
+                    if event.HasField("cluster_spec"):
+                        self._on_cluster(event.cluster_spec)
+                    elif event.HasField("stop"):
+                        self.stop.set(event.stop.reason, event.stop.grace_seconds)
+                        return
+                if self.stop.event.is_set():
+                    return
+            except grpc.RpcError as exc:
+                if exc.code() in _FATAL_CODES:
+                    self.stop.set(f"the master refused this task: {exc.details()}", 0)
+                    return
+                if time.monotonic() - last_ok > self.master_lost_after:
+                    self.stop.set(
+                        f"the master at {self.ctx.master_address} is unreachable "
+                        f"for {self.master_lost_after:.0f} s",
+                        self.spec.stop_grace,
+                    )
+                    return
+            self.done.wait(delay())
+
+    def _on_cluster(self, spec: pb.ClusterSpec) -> None:
+        if self.cluster is not None and spec.generation <= self.cluster.generation:
+            return
+        if self.cluster is not None:
+            # TF_CONFIG of a running script cannot change; a later generation
+            # matters to restarts (issue 5), which start a new attempt.
+            log.info("cluster generation %d received", spec.generation)
+        self.cluster = spec
+        self.cluster_ready.set()
+
+    def _heartbeat(self) -> None:
+        request = pb.HeartbeatRequest(
+            task=self.ctx.task_key(), attempt=self.ctx.attempt
+        )
+        interval = self.spec.heartbeat_interval
+        last_ok = time.monotonic()
+        while not self.done.wait(interval):
+            try:
+                self.master.stub.Heartbeat(request, timeout=max(interval, 5.0))
+                last_ok = time.monotonic()
+            except grpc.RpcError as exc:
+                if exc.code() in _FATAL_CODES:
+                    self.stop.set(f"the master refused this task: {exc.details()}", 0)
+                    return
+                if time.monotonic() - last_ok > self.master_lost_after:
+                    self.stop.set(
+                        f"no answer from the master at {self.ctx.master_address} "
+                        f"for {self.master_lost_after:.0f} s",
+                        self.spec.stop_grace,
+                    )
+                    return
+
+
+def _signal(child: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        child.send_signal(sig)
+    except ProcessLookupError:
+        pass
+
+
+def main() -> int:
+    """Entry point of ``python -m tfyarn.runtime``."""
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s tfyarn.runtime %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        ctx = TaskContext.from_env(os.environ)
+    except SpecError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return EXIT_BAD_ENV
+    runtime = Runtime(ctx)
+    # SIGTERM (YARN preemption, `tfyarn kill`): pass it on with the job's grace.
+    signal.signal(
+        signal.SIGTERM,
+        lambda *_: runtime.stop.set("SIGTERM received", ctx.spec.stop_grace),
+    )
+    return runtime.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
