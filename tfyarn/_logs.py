@@ -15,7 +15,7 @@
 skein writes each service container's output to ``<service>.log`` and the
 master's to ``application.master.log``. A container is mapped to its task by
 the master's snapshot (``yarn_container_id``) when it is available, else by the
-``tfyarn task worker:1`` line the runtime prints first.
+``worker:1 attempt 0 holds host:port`` line the runtime logs first.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ _CONTAINER = re.compile(r"^Container: (container_\S+) on (\S+)\s*$")
 _LOGTYPE = re.compile(r"^LogType:\s*(.+?)\s*$")
 _END = re.compile(r"^End of LogType:\s*(.+?)\s*\.?$")
 _ROLES = "|".join(r.value for r in Role)
-# What the runtime prints about itself, e.g. "tfyarn task worker:1 attempt 0".
-_SELF = re.compile(rf"\btask[ =]({_ROLES}):(\d+)\b(?:.*?\battempt[ =](\d+))?")
+# The runtime's first line names its task: "... worker:1 attempt 0 holds host:port".
+_SELF = re.compile(rf"\b({_ROLES}):(\d+) attempt (\d+) holds\b")
 MASTER = "master"
 
 
@@ -117,7 +117,7 @@ def _entry(
         m = _SELF.search(text)
         if m and (service not in {r.value for r in Role} or m.group(1) == service):
             task = f"{m.group(1)}:{m.group(2)}"
-            attempt = int(m.group(3)) if m.group(3) else None
+            attempt = int(m.group(3))
     return TaskLog(task, container, host, log_type, text, attempt)
 
 

@@ -321,7 +321,7 @@ LogAggregationType: AGGREGATED
 LogType:worker.log
 LogLength:30
 LogContents:
-tfyarn task worker:1 attempt 0
+2026-01-01 00:00:00,000 tfyarn.runtime INFO: worker:1 attempt 0 holds h:1
 worker one says hi
 End of LogType:worker.log
 *****************************************
@@ -332,7 +332,7 @@ LogAggregationType: AGGREGATED
 LogType:worker.log
 LogLength:30
 LogContents:
-tfyarn task worker:0 attempt 0
+2026-01-01 00:00:00,000 tfyarn.runtime INFO: worker:0 attempt 0 holds h:2
 worker zero says hi
 End of LogType:worker.log
 """
