@@ -136,6 +136,7 @@ class FakeLauncher(Launcher):
     pages: dict[str, str] = field(default_factory=dict)
     final: tuple[str, str] | None = None
     _next: dict[str, int] = field(default_factory=dict)
+    _granted: int = 0
 
     async def start(self, role: str, env: Mapping[str, str]) -> ContainerInfo:
         instance = self._next.get(role, 0)
@@ -147,7 +148,8 @@ class FakeLauncher(Launcher):
 
     def grant(self, container_id: str) -> None:
         """YARN allocated the container and it is running."""
-        n = len(self.containers)
+        self._granted += 1
+        n = self._granted
         self.containers[container_id] = replace(
             self.containers[container_id],
             state="RUNNING",

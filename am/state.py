@@ -346,6 +346,9 @@ class JobState:
     def _on_failure(self, task: Task, reason: str) -> None:
         action = self._decide(task, reason)
         log.warning("%s failed: %s -> %s", task.key, reason, action.value)
+        if action is Action.IGNORE:
+            self._note(task, f"failure ignored, the job's outcome is settled: {reason}")
+            return
         self.failures.append(reason)
         if action is Action.FAIL_JOB:
             self._outcome = (Phase.FAILED, reason)

@@ -1,0 +1,261 @@
+"""The master's state machine and reconcile loop, with YARN faked and time controlled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from _am_support import job
+
+from am.launcher import FakeLauncher
+from am.state import STATUS_KEY, JobState, Phase, TaskState
+from tfyarn._proto import master_pb2 as pb
+from tfyarn.spec import JobSpec, Role
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run(
+    spec: JobSpec, scenario: Callable[[JobState, FakeLauncher, Clock], Awaitable[None]]
+) -> tuple[JobState, FakeLauncher]:
+    """Run the master's loop with ``scenario`` driving it; return when it ends."""
+    launcher = FakeLauncher()
+    clock = Clock()
+
+    async def main() -> None:
+        state = JobState(spec, launcher, clock=clock, tick=0.01, master_address="m:1")
+        loop_task = asyncio.create_task(state.run())
+        await settle()
+        await scenario(state, launcher, clock)
+        await asyncio.wait_for(loop_task, 5)
+        result["state"] = state
+
+    result: dict[str, Any] = {}
+    asyncio.run(main())
+    return result["state"], launcher
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0.02)
+
+
+def register(state: JobState, role: str, index: int, port: int) -> None:
+    state.register(
+        pb.RegisterTaskRequest(
+            task=pb.TaskKey(role=role, index=index), attempt=0, host="h", port=port
+        )
+    )
+
+
+def register_all(state: JobState, launcher: FakeLauncher) -> None:
+    for cid in list(launcher.containers):
+        launcher.grant(cid)
+    for n, (role, index) in enumerate(state.spec.task_keys()):
+        register(state, role.value, index, 2000 + n)
+
+
+def test_master_launches_each_task_with_its_identity() -> None:
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        assert [cid for cid, _ in launcher.started] == ["ps_0", "worker_0", "worker_1"]
+        env = dict(launcher.started[2][1])
+        assert env == {
+            "TFYARN_TASK_INDEX": "1",
+            "TFYARN_ATTEMPT": "0",
+            "TFYARN_MASTER_ADDRESS": "m:1",
+            "TFYARN_RESTART": "0",
+        }
+        state.request_kill("test over")
+
+    state, launcher = run(job(tasks={"ps": 1, "worker": 2}), scenario)
+    assert state.phase is Phase.KILLED
+    assert launcher.final is None  # a killed application is torn down by YARN
+
+
+def test_cluster_forms_when_every_tf_task_registered_then_lead_success_ends_job() -> (
+    None
+):
+    spec = job(tasks={"chief": 1, "ps": 1, "worker": 2, "evaluator": 1}, worker_grace=5)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        register_all(state, launcher)
+        assert state.generation == 1 and state.phase is Phase.RUNNING
+        assert state.cluster() == {
+            "chief": ["h:2000"],
+            "ps": ["h:2001"],
+            "worker": ["h:2002", "h:2003"],
+        }
+        ps_stream = state.watch("ps", 0, 0, known=0)
+        worker_stream = state.watch("worker", 1, 0, known=0)
+        state.task_end("worker", 0, 0, 0, "")  # a worker may finish first
+        state.task_end("chief", 0, 0, 0, "")
+        await settle()
+        assert state.phase is Phase.FINISHING
+        # ps and evaluator are told to stop at once; worker 1 keeps its grace.
+        events = [pb.ClusterEvent.FromString(e) async for e in ps_stream.events()]
+        assert [e.WhichOneof("event") for e in events] == ["cluster_spec", "stop"]
+        assert state.tasks[(Role.EVALUATOR, 0)].stop_requested_at is not None
+        assert state.tasks[(Role.WORKER, 1)].stop_requested_at is None
+        state.task_end("ps", 0, 0, -15, "")
+        state.task_end("evaluator", 0, 0, -15, "")
+        clock.now += 6  # past worker_grace
+        await settle()
+        assert state.tasks[(Role.WORKER, 1)].stop_requested_at is not None
+        kinds = [
+            pb.ClusterEvent.FromString(e).WhichOneof("event")
+            async for e in worker_stream.events()
+        ]
+        assert kinds == ["cluster_spec", "stop"]
+        state.task_end("worker", 1, 0, 143, "Terminated")
+
+    state, launcher = run(spec, scenario)
+    assert state.phase is Phase.SUCCEEDED
+    assert launcher.final is not None and launcher.final[0] == "SUCCEEDED"
+    assert "chief:0 finished successfully" in launcher.final[1]
+    states = {t.key: t.state for t in state.tasks.values()}
+    assert states["ps:0"] is TaskState.KILLED
+    assert states["worker:0"] is TaskState.SUCCEEDED
+    assert states["worker:1"] is TaskState.KILLED
+    assert launcher.progress == 1.0
+
+
+def test_failing_task_fails_the_job_naming_task_code_and_stderr() -> None:
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        register_all(state, launcher)
+        state.task_end("worker", 1, 0, 3, "line one\nValueError: bad input shape")
+
+    state, launcher = run(job(tasks={"ps": 1, "worker": 2}), scenario)
+    assert state.phase is Phase.FAILED
+    assert launcher.final is not None
+    status, diagnostics = launcher.final
+    assert status == "FAILED"
+    assert "worker:1" in diagnostics and "exited with code 3" in diagnostics
+    assert "ValueError: bad input shape" in diagnostics
+    assert "yarn logs -applicationId application_0_0001" in diagnostics
+
+
+def test_registration_timeout_names_missing_tasks_and_what_they_wait_for() -> None:
+    spec = JobSpec(
+        script="t.py",
+        tasks={
+            "worker": {"count": 2, "memory_mib": 4096, "gpus": 2},
+            "ps": {"count": 1},
+        },
+        registration_timeout=120,
+    )
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        launcher.grant("ps_0")
+        launcher.grant("worker_0")
+        register(state, "ps", 0, 1)
+        clock.now += 121
+        await settle()
+
+    state, launcher = run(spec, scenario)
+    assert launcher.final is not None
+    status, diagnostics = launcher.final
+    assert status == "FAILED"
+    assert (
+        "worker:1 waiting for a container of 4096 MiB, 1 vcores, 2 GPUs; not granted after 121 s"
+        in diagnostics
+    )
+    assert "worker:0 got container" in diagnostics and "did not register" in diagnostics
+    assert "ps:0" not in diagnostics.split("All task logs")[0]
+
+
+def test_container_that_disappears_without_reporting_counts_as_failed() -> None:
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        register_all(state, launcher)
+        launcher.end(
+            "worker_1", "FAILED", "Container killed on request. Exit code is 137"
+        )
+        await settle()
+        clock.now += 5  # past the grace for a late ReportTaskEnd
+        await settle()
+
+    state, launcher = run(job(tasks={"worker": 2}), scenario)
+    assert launcher.final is not None
+    assert launcher.final[0] == "FAILED"
+    assert "worker:1" in launcher.final[1] and "was lost" in launcher.final[1]
+    assert "Exit code is 137" in launcher.final[1]
+    assert state.tasks[(Role.WORKER, 1)].state is TaskState.LOST
+
+
+def test_silent_task_is_lost_after_the_heartbeat_timeout() -> None:
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        register_all(state, launcher)
+        clock.now += 20
+        state.heartbeat("worker", 0, 0)  # worker 0 is alive, worker 1 wedged
+        await settle()
+        assert state.phase is Phase.RUNNING
+        clock.now += 15
+        await settle()
+
+    state, launcher = run(job(tasks={"worker": 2}, heartbeat_timeout=30), scenario)
+    assert launcher.final is not None and launcher.final[0] == "FAILED"
+    assert (
+        "worker:1" in launcher.final[1] and "no heartbeat for 35 s" in launcher.final[1]
+    )
+
+
+def test_stale_attempt_and_unknown_task_are_refused() -> None:
+    from am.state import TaskRejected
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        for call, code in (
+            (lambda: state.heartbeat("worker", 0, 7), "FAILED_PRECONDITION"),
+            (lambda: state.heartbeat("worker", 5, 0), "NOT_FOUND"),
+            (lambda: state.heartbeat("driver", 0, 0), "NOT_FOUND"),
+        ):
+            try:
+                call()
+            except TaskRejected as exc:
+                assert exc.code == code
+            else:
+                raise AssertionError("accepted")
+        state.request_kill("done")
+
+    run(job(), scenario)
+
+
+def test_status_snapshot_is_published_with_the_agreed_keys() -> None:
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        register_all(state, launcher)
+        state.progress("worker", 0, 0, 7, {"loss": 0.5, "total_steps": 10})
+        clock.now += 1  # status publication is throttled
+        await settle()
+        snap = json.loads(launcher.kv[STATUS_KEY])
+        assert snap["phase"] == "RUNNING" and snap["generation"] == 1
+        assert {
+            "restarts",
+            "restart_reasons",
+            "started",
+            "cluster_formed_at",
+            "diagnostics",
+        } <= set(snap)
+        task = snap["tasks"][0]
+        assert task["task"] == "worker:0" and task["state"] == "RUNNING"
+        assert task["address"] == "h:2000" and task["step"] == 7
+        assert set(task) >= {
+            "role",
+            "index",
+            "attempt",
+            "container_id",
+            "yarn_container_id",
+            "exit_code",
+            "last_heartbeat_age",
+            "history",
+        }
+        assert abs(launcher.progress - (0.1 + 0.85 * 0.7)) < 0.01
+        state.task_end("worker", 0, 0, 0, "")
+
+    state, launcher = run(job(), scenario)
+    assert json.loads(launcher.kv[STATUS_KEY])["phase"] == "SUCCEEDED"
