@@ -142,6 +142,7 @@ class Task:
     container_ended_at: float | None = None
     stop_requested_at: float | None = None
     stop_grace: float = 0.0
+    stop_delivered: bool = False  # a stream carried the Stop to the runtime
     history: list[str] = field(default_factory=list)
     watchers: set[Watcher] = field(default_factory=set)
 
@@ -286,6 +287,7 @@ class JobState:
         if task.stop_requested_at is not None or self.phase.is_terminal():
             watcher.put(self._stop_event(task, "the job is ending"))
             watcher.close()
+            task.stop_delivered = True
         return watcher
 
     def unwatch(self, watcher: Watcher) -> None:
@@ -404,6 +406,9 @@ class JobState:
                 )
             for watcher in task.watchers:
                 watcher.put(self._cluster_event)
+
+    def tasks_registered(self) -> int:
+        return sum(t.state.is_registered() for t in self.tasks.values())
 
     def cluster(self) -> dict[str, list[str]]:
         """The formed cluster in TF_CONFIG's layout (empty before it forms)."""
@@ -599,6 +604,7 @@ class JobState:
         for watcher in list(task.watchers):
             watcher.put(event)
             watcher.close()
+            task.stop_delivered = True
         self._poke()
 
     def _stop_event(self, task: Task, reason: str) -> bytes:
@@ -609,12 +615,10 @@ class JobState:
         for task in self.tasks.values():
             if task.stop_requested_at is None or task.state.is_terminal():
                 continue
-            # A task with no stream cannot hear the Stop: kill its container now.
-            listening = bool(task.watchers) and task.state.is_registered()
-            if (
-                listening
-                and now - task.stop_requested_at < task.stop_grace + KILL_MARGIN
-            ):
+            # A task no stream told to stop cannot hear it: kill its container
+            # now. One that heard it gets its grace to end the script and report.
+            heard = task.stop_delivered and task.state.is_registered()
+            if heard and now - task.stop_requested_at < task.stop_grace + KILL_MARGIN:
                 continue
             if task.container_id:
                 await self.launcher.kill(task.container_id)

@@ -124,8 +124,11 @@ class Runtime:
         *,
         credentials: tuple[bytes, bytes] | None = None,
         workdir: Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.ctx = ctx
+        # The script's environment before TF_CONFIG and friends are added.
+        self.base_env = dict(os.environ if env is None else env)
         self.spec = ctx.spec
         self.workdir = workdir or Path.cwd()
         self.master = MasterClient(ctx.master_address, credentials)
@@ -225,7 +228,7 @@ class Runtime:
         args = _tfconfig.script_args(
             self.spec.args, cluster, role, index, legacy=self.spec.legacy_flags
         )
-        env = dict(os.environ)
+        env = dict(self.base_env)
         env.update(
             {
                 "TF_CONFIG": _tfconfig.tf_config(cluster, role, index),

@@ -1,0 +1,168 @@
+"""The master's gRPC service on port 0, over real mutual TLS, with YARN faked."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from _am_support import LiveMaster, job, new_credentials
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from am.state import Phase
+from tfyarn._master_client import CHANNEL_OPTIONS, secure_channel
+from tfyarn._proto import master_pb2 as pb
+from tfyarn._proto import master_pb2_grpc
+
+
+@pytest.fixture(scope="module")
+def credentials() -> tuple[bytes, bytes]:
+    return new_credentials()
+
+
+@pytest.fixture
+def master(credentials: tuple[bytes, bytes]) -> LiveMaster:
+    live = LiveMaster(
+        job(
+            tasks={"ps": 1, "worker": 2, "evaluator": 1},
+            worker_grace=0.5,
+            stop_grace=0.5,
+        ),
+        credentials,
+    ).start()
+    yield live
+    if live.state is not None and not live.state.phase.is_terminal():
+        live.call(lambda: live.state.request_kill("test over"))
+    live.wait_done()
+
+
+def stub(
+    master: LiveMaster, credentials: tuple[bytes, bytes]
+) -> master_pb2_grpc.MasterStub:
+    return master_pb2_grpc.MasterStub(secure_channel(master.address, *credentials))
+
+
+def key(role: str, index: int) -> pb.TaskKey:
+    return pb.TaskKey(role=role, index=index)
+
+
+def test_health_service_reports_serving(
+    master: LiveMaster, credentials: tuple[bytes, bytes]
+) -> None:
+    channel = secure_channel(master.address, *credentials)
+    health = health_pb2_grpc.HealthStub(channel)
+    reply = health.Check(
+        health_pb2.HealthCheckRequest(service="tfyarn.Master"), timeout=5
+    )
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_registration_broadcasts_one_cluster_spec_to_every_task(
+    master: LiveMaster, credentials: tuple[bytes, bytes]
+) -> None:
+    client = stub(master, credentials)
+    tasks = [
+        ("ps", 0, 3000),
+        ("worker", 0, 3001),
+        ("worker", 1, 3002),
+        ("evaluator", 0, 3003),
+    ]
+    streams = {}
+    for role, index, port in tasks:
+        reply = client.RegisterTask(
+            pb.RegisterTaskRequest(
+                task=key(role, index), attempt=0, host="node", port=port
+            ),
+            timeout=5,
+        )
+        streams[(role, index)] = client.WatchCluster(
+            pb.WatchClusterRequest(task=key(role, index), attempt=0), timeout=10
+        )
+    assert reply.generation == 1
+    for stream in streams.values():
+        event = next(stream)
+        assert event.cluster_spec.generation == 1
+        jobs = {k: list(v.addresses) for k, v in event.cluster_spec.jobs.items()}
+        # The evaluator gets the cluster but is not part of it.
+        assert jobs == {"ps": ["node:3000"], "worker": ["node:3001", "node:3002"]}
+
+    # The lead (worker 0) succeeds: ps and evaluator are told to stop at once.
+    client.ReportTaskEnd(
+        pb.ReportTaskEndRequest(task=key("worker", 0), attempt=0, exit_code=0),
+        timeout=5,
+    )
+    assert next(streams[("ps", 0)]).stop.reason == "worker:0 finished"
+    assert next(streams[("evaluator", 0)]).HasField("stop")
+    for role, index in (("ps", 0), ("evaluator", 0), ("worker", 1)):
+        client.ReportTaskEnd(
+            pb.ReportTaskEndRequest(task=key(role, index), attempt=0, exit_code=-15),
+            timeout=5,
+        )
+    phase, _ = master.wait_done()
+    assert phase is Phase.SUCCEEDED
+    assert master.launcher.final is not None and master.launcher.final[0] == "SUCCEEDED"
+
+
+def test_requests_for_unknown_tasks_or_stale_attempts_are_refused(
+    master: LiveMaster, credentials: tuple[bytes, bytes]
+) -> None:
+    client = stub(master, credentials)
+    with pytest.raises(grpc.RpcError) as unknown:
+        client.RegisterTask(
+            pb.RegisterTaskRequest(task=key("worker", 9), attempt=0, host="h", port=1),
+            timeout=5,
+        )
+    assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "no task worker:9" in unknown.value.details()
+    with pytest.raises(grpc.RpcError) as stale:
+        client.Heartbeat(
+            pb.HeartbeatRequest(task=key("worker", 0), attempt=3), timeout=5
+        )
+    assert stale.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    with pytest.raises(grpc.RpcError) as bad:
+        client.RegisterTask(
+            pb.RegisterTaskRequest(task=key("worker", 0), attempt=0, host="", port=0),
+            timeout=5,
+        )
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_client_without_the_apps_credentials_is_refused(
+    master: LiveMaster, credentials: tuple[bytes, bytes]
+) -> None:
+    request = pb.RegisterTaskRequest(
+        task=key("worker", 0), attempt=0, host="evil", port=1
+    )
+    # Another application's certificate and key: the TLS handshake fails.
+    other = master_pb2_grpc.MasterStub(
+        secure_channel(master.address, *new_credentials())
+    )
+    with pytest.raises(grpc.RpcError) as wrong_creds:
+        other.RegisterTask(request, timeout=5)
+    assert wrong_creds.value.code() == grpc.StatusCode.UNAVAILABLE
+    # The right CA but no client certificate: refused too (mutual TLS).
+    server_only = grpc.ssl_channel_credentials(root_certificates=credentials[0])
+    anonymous = master_pb2_grpc.MasterStub(
+        grpc.secure_channel(master.address, server_only, options=CHANNEL_OPTIONS)
+    )
+    with pytest.raises(grpc.RpcError) as no_cert:
+        anonymous.RegisterTask(request, timeout=5)
+    assert no_cert.value.code() == grpc.StatusCode.UNAVAILABLE
+    # Trusts the master (its certificate is no secret) but presents its own
+    # key pair: the master refuses the client certificate.
+    other_cert, other_key = new_credentials()
+    impostor_creds = grpc.ssl_channel_credentials(
+        root_certificates=credentials[0],
+        private_key=other_key,
+        certificate_chain=other_cert,
+    )
+    impostor = master_pb2_grpc.MasterStub(
+        grpc.secure_channel(master.address, impostor_creds, options=CHANNEL_OPTIONS)
+    )
+    with pytest.raises(grpc.RpcError) as wrong_client:
+        impostor.RegisterTask(request, timeout=5)
+    assert wrong_client.value.code() == grpc.StatusCode.UNAVAILABLE
+    # Plain text: refused.
+    plain = master_pb2_grpc.MasterStub(grpc.insecure_channel(master.address))
+    with pytest.raises(grpc.RpcError):
+        plain.RegisterTask(request, timeout=5)
+    # Nothing got registered.
+    assert master.call(lambda: master.state.tasks_registered()) == 0

@@ -1,0 +1,175 @@
+"""The task runtime against a live master (real TLS, fake YARN), driven by env vars."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from _am_support import LiveMaster, job, new_credentials
+
+from am.state import Phase
+from tfyarn import runtime
+from tfyarn.errors import SpecError
+from tfyarn.runtime import Runtime, TaskContext
+from tfyarn.spec import JobSpec
+
+SCRIPT = r"""
+import json, os, sys, time
+out = {"argv": sys.argv[1:], "env": {k: v for k, v in os.environ.items()
+       if k.startswith(("TF_", "TFYARN_")) and k != "TFYARN_JOB"}}
+role = os.environ["TFYARN_ROLE"]
+with open(f"{role}_{os.environ['TFYARN_TASK_INDEX']}.json", "w") as f:
+    json.dump(out, f)
+if role == "ps":
+    time.sleep(60)  # like server.join(): only a Stop ends it
+code = int(os.environ.get("EXIT_CODE", "0"))
+if code:
+    print("Traceback (most recent call last):", file=sys.stderr)
+    print("ValueError: the model exploded", file=sys.stderr)
+sys.exit(code)
+"""
+
+
+@pytest.fixture(scope="module")
+def credentials() -> tuple[bytes, bytes]:
+    return new_credentials()
+
+
+def task_env(
+    spec: JobSpec, master: LiveMaster, role: str, index: int, **extra: str
+) -> dict[str, str]:
+    return {
+        "TFYARN_JOB": spec.to_env(),
+        "TFYARN_ROLE": role,
+        "TFYARN_TASK_INDEX": str(index),
+        "TFYARN_ATTEMPT": "0",
+        "TFYARN_MASTER_ADDRESS": master.address,
+        "TFYARN_RESTART": "0",
+        "NM_HOST": "127.0.0.1",
+        "PATH": "/usr/bin:/bin",
+        **extra,
+    }
+
+
+def run_tasks(
+    spec: JobSpec, credentials: tuple[bytes, bytes], workdir: Path, **extra: str
+) -> tuple[LiveMaster, dict[str, int]]:
+    (workdir / spec.script_name).write_text(SCRIPT)
+    master = LiveMaster(spec, credentials).start()
+    master.grant_all()
+    codes: dict[str, int] = {}
+
+    def one(role: str, index: int) -> None:
+        env = task_env(spec, master, role, index, **extra)
+        rt = Runtime(
+            TaskContext.from_env(env), credentials=credentials, workdir=workdir, env=env
+        )
+        codes[f"{role}:{index}"] = rt.run()
+
+    threads = [
+        threading.Thread(target=one, args=(role.value, index))
+        for role, index in spec.task_keys()
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return master, codes
+
+
+def test_tasks_get_tf_config_legacy_flags_and_ps_is_stopped_after_lead_success(
+    credentials: tuple[bytes, bytes], tmp_path: Path
+) -> None:
+    spec = job(
+        tasks={"ps": 1, "worker": 2},
+        args=("--role={job_name}",),
+        legacy_flags=True,
+        worker_grace=5,
+        stop_grace=2,
+    )
+    master, codes = run_tasks(spec, credentials, tmp_path)
+    phase, diagnostics = master.wait_done()
+    assert phase is Phase.SUCCEEDED, diagnostics
+    assert codes == {"worker:0": 0, "worker:1": 0, "ps:0": 128 + 15}
+
+    seen = json.loads((tmp_path / "worker_1.json").read_text())
+    tf_config = json.loads(seen["env"]["TF_CONFIG"])
+    cluster = master.state.cluster()
+    assert tf_config == {"cluster": cluster, "task": {"type": "worker", "index": 1}}
+    assert set(cluster) == {"ps", "worker"} and len(cluster["worker"]) == 2
+    assert seen["argv"] == [
+        "--role=worker",
+        f"--ps_hosts={cluster['ps'][0]}",
+        f"--worker_hosts={','.join(cluster['worker'])}",
+        "--job_name=worker",
+        "--task_index=1",
+    ]
+    assert seen["env"]["TF_GRPC_REUSE_PORT"] == "1"
+    # Every task holds its own port on this one host.
+    ports = [a.split(":")[1] for addrs in cluster.values() for a in addrs]
+    assert len(set(ports)) == 3
+    assert seen["env"]["TFYARN_PORT"] == cluster["worker"][1].split(":")[1]
+
+
+def test_failing_script_fails_the_job_with_its_stderr(
+    credentials: tuple[bytes, bytes], tmp_path: Path
+) -> None:
+    spec = job(tasks={"worker": 1})
+    master, codes = run_tasks(spec, credentials, tmp_path, EXIT_CODE="3")
+    phase, diagnostics = master.wait_done()
+    assert codes == {"worker:0": 3}
+    assert phase is Phase.FAILED
+    assert "worker:0" in diagnostics and "exited with code 3" in diagnostics
+    assert "ValueError: the model exploded" in diagnostics
+
+
+def test_runtime_outside_tfyarn_explains_itself(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SpecError, match="TFYARN_JOB, TFYARN_ROLE"):
+        TaskContext.from_env({})
+    for name in (
+        "TFYARN_JOB",
+        "TFYARN_ROLE",
+        "TFYARN_TASK_INDEX",
+        "TFYARN_MASTER_ADDRESS",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    assert runtime.main() == runtime.EXIT_BAD_ENV
+    assert "not started by the tfyarn master" in capsys.readouterr().err
+
+
+def test_unreachable_master_ends_registration_within_its_timeout(
+    credentials: tuple[bytes, bytes], tmp_path: Path
+) -> None:
+    spec = job(registration_timeout=1.5)
+    env = {
+        "TFYARN_JOB": spec.to_env(),
+        "TFYARN_ROLE": "worker",
+        "TFYARN_TASK_INDEX": "0",
+        "TFYARN_MASTER_ADDRESS": "127.0.0.1:1",  # nobody listens
+        "NM_HOST": "127.0.0.1",
+    }
+    started = time.monotonic()
+    rt = Runtime(
+        TaskContext.from_env(env), credentials=credentials, workdir=tmp_path, env=env
+    )
+    assert rt.run() == runtime.EXIT_RUNTIME_ERROR
+    assert time.monotonic() - started < 10
+
+
+def test_report_progress_outside_tfyarn_warns_and_does_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tfyarn
+    from tfyarn import progress
+
+    monkeypatch.delenv("TFYARN_MASTER_ADDRESS", raising=False)
+    monkeypatch.setitem(progress._state, "warned", False)
+    with pytest.warns(RuntimeWarning, match="not running in a tfyarn task"):
+        tfyarn.report_progress(1, loss=0.5)
+    assert sys.modules["tfyarn.progress"]._state["client"] is None
