@@ -159,7 +159,7 @@ def test_registration_timeout_names_missing_tasks_and_what_they_wait_for() -> No
         clock.now += 121
         await settle()
 
-    state, launcher = run(spec, scenario)
+    _, launcher = run(spec, scenario)
     assert launcher.final is not None
     status, diagnostics = launcher.final
     assert status == "FAILED"
@@ -199,7 +199,7 @@ def test_silent_task_is_lost_after_the_heartbeat_timeout() -> None:
         clock.now += 15
         await settle()
 
-    state, launcher = run(job(tasks={"worker": 2}, heartbeat_timeout=30), scenario)
+    _, launcher = run(job(tasks={"worker": 2}, heartbeat_timeout=30), scenario)
     assert launcher.final is not None and launcher.final[0] == "FAILED"
     assert (
         "worker:1" in launcher.final[1] and "no heartbeat for 35 s" in launcher.final[1]
@@ -257,5 +257,5 @@ def test_status_snapshot_is_published_with_the_agreed_keys() -> None:
         assert abs(launcher.progress - (0.1 + 0.85 * 0.7)) < 0.01
         state.task_end("worker", 0, 0, 0, "")
 
-    state, launcher = run(job(), scenario)
+    _, launcher = run(job(), scenario)
     assert json.loads(launcher.kv[STATUS_KEY])["phase"] == "SUCCEEDED"
