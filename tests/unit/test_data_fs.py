@@ -1,0 +1,91 @@
+"""The filesystem layer: local behaviour and fast, clear HDFS connection errors."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tfyarn.data import fs as _fs
+from tfyarn.data.writers import put
+from tfyarn.errors import HdfsError
+
+
+def test_resolve_schemes(tmp_path) -> None:
+    assert isinstance(_fs.resolve(str(tmp_path)), _fs.LocalFileSystem)
+    assert isinstance(_fs.resolve(f"file://{tmp_path}"), _fs.LocalFileSystem)
+    hdfs = _fs.resolve("hdfs://nn.example:8020/x")
+    assert isinstance(hdfs, _fs.HdfsFileSystem)
+    assert hdfs is _fs.resolve("hdfs://nn.example:8020/y")  # cached per NameNode
+    assert _fs.resolve("viewfs://cluster/x").prefix == "viewfs://cluster"
+    with pytest.raises(HdfsError, match="unknown scheme 's3'"):
+        _fs.resolve("s3://bucket/x")
+
+
+def test_write_atomic_leaves_no_temp_on_failure(tmp_path) -> None:
+    fs = _fs.resolve(str(tmp_path))
+    target = str(tmp_path / "out.bin")
+
+    def boom(out) -> None:
+        out.write(b"partial")
+        raise RuntimeError("writer died")
+
+    with pytest.raises(RuntimeError):
+        fs.write_atomic(target, boom)
+    assert list(tmp_path.iterdir()) == []
+    fs.write_atomic(target, b"whole")
+    assert (tmp_path / "out.bin").read_bytes() == b"whole"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_put_directory(tmp_path) -> None:
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.txt").write_bytes(b"a")
+    (src / "sub" / "b.txt").write_bytes(b"b" * 10_000_000)
+    dst = tmp_path / "dst"
+    written = put(str(src), str(dst))
+    assert sorted(written) == [str(dst / "a.txt"), str(dst / "sub" / "b.txt")]
+    assert (dst / "sub" / "b.txt").read_bytes() == b"b" * 10_000_000
+
+
+def test_get_file_and_chunks(tmp_path) -> None:
+    fs = _fs.resolve(str(tmp_path))
+    data = bytes(range(256)) * 1000
+    (tmp_path / "f").write_bytes(data)
+    assert b"".join(fs.read_chunks(str(tmp_path / "f"), chunk_size=1000)) == data
+    fs.get_file(str(tmp_path / "f"), str(tmp_path / "g"))
+    assert (tmp_path / "g").read_bytes() == data
+
+
+def test_missing_local_file_is_hdfs_error(tmp_path) -> None:
+    fs = _fs.resolve(str(tmp_path))
+    with pytest.raises(HdfsError, match="does not exist"):
+        list(fs.read_chunks(str(tmp_path / "nope")))
+    assert not fs.exists(str(tmp_path / "nope"))
+
+
+def test_unreachable_namenode_fails_fast() -> None:
+    # Nothing listens on port 1: hdfs-native's default retries take minutes.
+    fs = _fs.HdfsFileSystem("hdfs", "127.0.0.1:1")
+    start = time.monotonic()
+    with pytest.raises(HdfsError, match=r"cannot reach hdfs://127\.0\.0\.1:1"):
+        fs.glob("hdfs://127.0.0.1:1/x/part-*")
+    assert time.monotonic() - start < 15
+
+
+def test_metadata_deadline(monkeypatch) -> None:
+    # A call that never returns must become an HdfsError at the deadline.
+    fs = _fs.HdfsFileSystem("hdfs", "127.0.0.1:1", timeout=0.5)
+    monkeypatch.setattr(fs, "_get_client", lambda: object())
+    start = time.monotonic()
+    with pytest.raises(HdfsError, match=r"did not answer within 0\.5 s"):
+        fs._call("stat", "hdfs://127.0.0.1:1/x", lambda c: time.sleep(3))
+    assert time.monotonic() - start < 2
+
+
+def test_error_mapping_permission() -> None:
+    err = _fs._mapped_error(
+        "open", "hdfs://nn/secret", PermissionError("Permission denied: user=bob")
+    )
+    assert "permission denied for open on hdfs://nn/secret" in str(err)

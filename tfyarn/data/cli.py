@@ -1,0 +1,136 @@
+"""``tfyarn data put|make-example|ls|cat-count``: move data sets to and from HDFS."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+_EPILOG = """\
+examples:
+  tfyarn data make-example hdfs:///tmp/tfyarn/digits --shards 8
+  tfyarn data put ./train hdfs:///user/me/train
+  tfyarn data ls 'hdfs:///tmp/tfyarn/digits/train-*'
+  tfyarn data count 'hdfs:///tmp/tfyarn/digits/train-*'
+"""
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``tfyarn data ...`` to the ``tfyarn`` parser."""
+    data = subparsers.add_parser(
+        "data",
+        help="put data sets on HDFS, list and check them",
+        description="Put data sets on HDFS, write the example data set, list files.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = data.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
+    sub.required = True
+
+    p = sub.add_parser(
+        "put",
+        help="copy a local file or directory to HDFS (each file atomically)",
+        description="Copy a local file or directory tree to an hdfs:// (or local) "
+        "destination. Each file is written under a temporary name and renamed, so "
+        "readers never see partial files.",
+    )
+    p.add_argument("local", help="local file or directory")
+    p.add_argument("remote", help="destination URL, e.g. hdfs:///user/me/data")
+    p.set_defaults(func=_put)
+
+    p = sub.add_parser(
+        "make-example",
+        help="write the synthetic digits data set as shards",
+        description="Write the synthetic 8x8 digits data set (learnable, "
+        "deterministic, no download) as train-* and test-* shards.",
+    )
+    p.add_argument("directory", help="destination, e.g. hdfs:///tmp/tfyarn/digits")
+    p.add_argument("--shards", type=int, default=8, help="files per split (8)")
+    p.add_argument("--train", type=int, default=8000, help="training examples")
+    p.add_argument("--test", type=int, default=2000, help="test examples")
+    p.add_argument("--seed", type=int, default=0, help="generator seed (0)")
+    p.add_argument(
+        "--format",
+        choices=("tfrecord", "parquet", "both"),
+        default="tfrecord",
+        help="file format (both: Parquet goes under DIRECTORY/parquet)",
+    )
+    p.set_defaults(func=_make_example)
+
+    p = sub.add_parser("ls", help="list files matching a pattern or in a directory")
+    p.add_argument("pattern", help="URL, directory or glob")
+    p.set_defaults(func=_ls)
+
+    p = sub.add_parser(
+        "count", help="count (and CRC-check) the records of TFRecord files"
+    )
+    p.add_argument("pattern", help="URL, directory or glob of TFRecord files")
+    p.add_argument("--compression", default="auto", help="auto|GZIP|ZLIB|NONE")
+    p.set_defaults(func=_count)
+
+
+def _put(args: argparse.Namespace) -> int:
+    from tfyarn.data import writers
+
+    try:
+        written = writers.put(args.local, args.remote)
+    except FileNotFoundError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    total = len(written)
+    print(f"Wrote {total} file(s) to {args.remote}")
+    return 0
+
+
+def _make_example(args: argparse.Namespace) -> int:
+    from tfyarn.data import example
+
+    if args.shards < 1:
+        print("Error: --shards must be >= 1", file=sys.stderr)
+        return 1
+    written = example.write_digits(
+        args.directory,
+        shards=args.shards,
+        train=args.train,
+        test=args.test,
+        seed=args.seed,
+        fmt=args.format,
+    )
+    for split, urls in written.items():
+        print(f"{split}: {len(urls)} shard(s), e.g. {urls[0]}")
+    first = next(iter(written.values()))[0].rsplit("/", 1)[0]
+    print(f"Next: tfyarn data count '{first}/train-*'")
+    return 0
+
+
+def _ls(args: argparse.Namespace) -> int:
+    from tfyarn.data import fs as _fs
+
+    fs = _fs.resolve(args.pattern)
+    if _fs.has_magic(args.pattern):
+        infos = fs.glob(args.pattern)
+    else:
+        info = fs.info(args.pattern)
+        infos = fs.ls(args.pattern) if info.is_dir else [info]
+    for info in infos:
+        kind = "d" if info.is_dir else "-"
+        print(f"{kind} {info.size:>12d}  {info.url}")
+    if not infos:
+        print(f"Error: nothing matches {args.pattern}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _count(args: argparse.Namespace) -> int:
+    from tfyarn.data import sharding, tfrecord
+
+    total = 0
+    for url in sharding.list_files(args.pattern):
+        n = sum(
+            len(b)
+            for b in tfrecord.read_record_batches(url, compression=args.compression)
+        )
+        print(f"{n:>10d}  {url}")
+        total += n
+    print(f"{total:>10d}  total")
+    return 0
