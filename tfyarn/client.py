@@ -106,52 +106,30 @@ class JobStatus:
 # -- connecting ----------------------------------------------------------------
 
 
-def cluster_env() -> dict[str, str]:
-    """Environment variables that point Hadoop tools at the cluster to use.
+def _use_cluster() -> None:
+    """Point this process (and the skein driver it starts) at the cluster.
 
-    Empty when ``$HADOOP_CONF_DIR`` is already set (a real cluster). Otherwise
-    the local cluster's environment from ``tfyarn.cluster``, if it is running.
+    ``$HADOOP_CONF_DIR`` wins (a real cluster); otherwise the local cluster of
+    ``tfyarn cluster start``, if it is running, is put into ``os.environ``.
 
     Raises
     ------
     ClusterError
-        No cluster can be found.
+        Neither is available.
     """
     if os.environ.get("HADOOP_CONF_DIR"):
-        return {}
-    env = _local_cluster_env()
-    if env is None:
+        return
+    if _local_cluster_env() is None:
         raise ClusterError(NO_CLUSTER)
-    return env
 
 
 def _local_cluster_env() -> dict[str, str] | None:
+    from tfyarn.cluster import use_local_cluster
+
     try:
-        from tfyarn import cluster
-    except ImportError:
+        return use_local_cluster()
+    except ClusterError:
         return None
-    for name in ("running_env", "client_env", "env_if_running"):
-        fn = getattr(cluster, name, None)
-        if callable(fn):
-            try:
-                env = fn()
-            except TfyarnError:
-                return None
-            return dict(env) if env else None
-    return None
-
-
-def _use_cluster() -> None:
-    """Point this process (and the skein driver it starts) at the cluster."""
-    for key, value in cluster_env().items():
-        if key == "PATH":
-            # Prepend the cluster's PATH entries, keeping ours.
-            ours = os.environ.get("PATH", "")
-            entries = [p for p in value.split(os.pathsep) if p]
-            rest = [p for p in ours.split(os.pathsep) if p and p not in entries]
-            os.environ["PATH"] = os.pathsep.join(entries + rest)
-        else:
-            os.environ[key] = value
 
 
 def connect() -> Any:
