@@ -1,0 +1,129 @@
+"""Helpers for tests that run real jobs on the local YARN cluster."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tfyarn import client
+from tfyarn.errors import JobFailedError, TfyarnError
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+TFYARN = [sys.executable, "-m", "tfyarn.cli"]
+# Small tasks: the machine has 2 cores; TensorFlow needs well under 1 GiB here.
+SMALL = {
+    "chief_memory": "1 GiB",
+    "ps_memory": "768 MiB",
+    "worker_memory": "1 GiB",
+    "evaluator_memory": "1 GiB",
+    "am_memory": "512 MiB",
+}
+ACCURACY = re.compile(r"^accuracy=([0-9.]+)\s*$", re.MULTILINE)
+
+
+def connect_or_fail() -> Any:
+    """A skein client to the local cluster; fail (not skip) when there is none."""
+    try:
+        return client.connect()
+    except TfyarnError as exc:
+        pytest.fail(f"integration tests need the local cluster: {exc}")
+
+
+@dataclass
+class Job:
+    """A submitted job and what following it printed."""
+
+    app_id: str
+    yarn: Any
+    events: list[str] = field(default_factory=list)
+    final: client.JobStatus | None = None
+
+    def wait(self, timeout: float = 600) -> client.JobStatus:
+        """Follow to the end; JobFailedError if it did not succeed."""
+        self.final = client.wait(
+            self.app_id,
+            on_event=self.events.append,
+            timeout=timeout,
+            poll_interval=0.5,
+            client=self.yarn,
+        )
+        return self.final
+
+    def wait_for_end(self, timeout: float = 600) -> client.JobStatus:
+        """Follow to the end whatever the outcome; return the final status."""
+        with contextlib.suppress(JobFailedError):
+            self.wait(timeout)
+        self.final = client.status(self.app_id, client=self.yarn)
+        return self.final
+
+    def logs(self, task: str | None = None, *, timeout: float = 60) -> str:
+        """The job's logs (``task`` only), retrying while aggregation catches up."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                entries = client.logs(self.app_id, task=task, client=self.yarn)
+                text = "\n".join(e.text for e in entries)
+                if text.strip():
+                    return text
+            except TfyarnError:
+                if time.monotonic() > deadline:
+                    raise
+            if time.monotonic() > deadline:
+                return ""
+            time.sleep(2)
+
+
+@contextlib.contextmanager
+def running_job(
+    yarn: Any, script: str | Path, *, args: Sequence[str] = (), **options: Any
+) -> Iterator[Job]:
+    """Submit a job; on any failure in the block kill it and print its logs."""
+    opts = {**SMALL, "name": f"test-{Path(script).stem}", **options}
+    app_id = client.submit(str(script), args=list(args), client=yarn, **opts)
+    job = Job(app_id, yarn)
+    try:
+        yield job
+    except BaseException:
+        print(f"---- {app_id} events ----\n" + "\n".join(job.events))
+        with contextlib.suppress(Exception):
+            if not client.status(app_id, client=yarn).done:
+                client.kill(app_id, client=yarn)
+        with contextlib.suppress(Exception):
+            entries = client.logs(app_id, client=yarn)
+            print(f"---- {app_id} logs ----")
+            for e in entries:
+                print(f"==> {e.label} <==\n{e.text[-4000:]}")
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            if not client.status(app_id, client=yarn).done:
+                client.kill(app_id, client=yarn)
+
+
+def accuracy_from(text: str) -> float:
+    """The ``accuracy=0.97`` an example printed; fail if it printed none."""
+    found = ACCURACY.findall(text)
+    assert found, f"no accuracy=... line in the log:\n{text[-3000:]}"
+    return float(found[-1])
+
+
+def run_cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``tfyarn ARGV`` in a subprocess, as a user would run it."""
+    return subprocess.run(
+        [*TFYARN, *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        check=False,
+    )

@@ -1,0 +1,218 @@
+"""`tfyarn submit|status|list|logs|kill` against the local YARN cluster.
+
+The task scripts here are plain Python (no TensorFlow import) so the tests are
+about tfyarn, and cheap on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import SMALL, connect_or_fail, run_cli, running_job
+
+import tfyarn
+from tfyarn import client
+from tfyarn.errors import JobFailedError
+
+pytestmark = pytest.mark.yarn
+
+SMALL_ARGS = [a for k, v in SMALL.items() for a in (f"--{k}", v)]
+PLAIN = {"ps_memory": "256 MiB", "worker_memory": "256 MiB", "am_memory": "512 MiB"}
+
+
+@pytest.fixture(scope="module")
+def yarn() -> Iterator[Any]:
+    with connect_or_fail() as c:
+        yield c
+
+
+def write(tmp_path: Path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+HELLO = """\
+import json, os
+cfg = json.loads(os.environ["TF_CONFIG"])
+print("hello from", cfg["task"]["type"], cfg["task"]["index"], "args", os.sys.argv[1:])
+"""
+
+FAILING = """\
+import json, os, sys, time
+task = json.loads(os.environ["TF_CONFIG"])["task"]
+if task["type"] == "worker" and task["index"] == 1:
+    print("worker 1 about to fail", file=sys.stderr)
+    raise SystemExit("boom: worker one cannot go on")
+time.sleep(120)  # the lead would run long: the failure must end the job
+"""
+
+
+def test_submit_follows_a_job_to_success(tmp_path: Path) -> None:
+    script = write(tmp_path, "hello.py", HELLO)
+    done = run_cli(
+        "submit", *SMALL_ARGS, "--worker_memory", "256 MiB",
+        "--num_worker", "2", "--name", "test-hello", script, "--greeting", "hi",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    app_id = re.search(r"application_\d+_\d+", out)
+    assert app_id, out
+    # The id comes first, with the next commands, before any progress
+    assert out.index(app_id.group()) < out.index("YARN:")
+    assert f"tfyarn logs {app_id.group()}" in out
+    assert "YARN: RUNNING" in out
+    assert re.search(r"containers worker 2/\d/\d", out), out
+    assert "cluster formed" in out
+    assert "worker:1 SUCCEEDED" in out or "worker:1 KILLED" in out
+    assert "final status: SUCCEEDED" in out
+
+    logs = run_cli("logs", app_id.group(), "--task", "worker:1")
+    assert logs.returncode == 0, logs.stderr
+    assert "hello from worker 1 args ['--greeting', 'hi']" in logs.stdout
+    assert "hello from worker 0" not in logs.stdout
+
+
+def test_failing_task_fails_the_job_and_names_it(tmp_path: Path) -> None:
+    script = write(tmp_path, "failing.py", FAILING)
+    started = time.monotonic()
+    done = run_cli(
+        "submit", *SMALL_ARGS, "--worker_memory", "256 MiB",
+        "--num_worker", "2", "--name", "test-failing", script,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert time.monotonic() - started < 110, "the job waited for the sleeping lead"
+    assert "final status: FAILED" in done.stdout
+    err = done.stderr
+    assert err.startswith("Error: application_"), err
+    assert "worker:1" in err and "boom: worker one cannot go on" in err, err
+    assert "yarn logs -applicationId application_" in err
+    assert "Traceback (most recent call last)" not in err.split("\n")[0]
+
+
+def test_python_api_raises_job_failed(yarn: Any, tmp_path: Path) -> None:
+    script = write(tmp_path, "failing.py", FAILING)
+    with pytest.raises(JobFailedError) as err:
+        tfyarn.submit(script, num_worker=2, wait=True, client=yarn, **PLAIN)
+    assert err.value.final_status == "FAILED"
+    assert "worker:1" in err.value.diagnostics
+
+
+def test_unsatisfiable_memory_is_refused_before_submitting(
+    yarn: Any, tmp_path: Path
+) -> None:
+    script = write(tmp_path, "hello.py", HELLO)
+    before = {j.app_id for j in client.list_jobs(all_states=True, client=yarn)}
+    done = run_cli("submit", "--worker_memory", "1000 GiB", script)
+    assert done.returncode == 1
+    assert "--worker_memory 1024000 MiB is more than any node offers" in done.stderr
+    assert "Traceback" not in done.stderr
+    after = {j.app_id for j in client.list_jobs(all_states=True, client=yarn)}
+    assert after == before, "a job was submitted"
+
+
+def test_bad_input_is_refused_without_a_traceback(tmp_path: Path) -> None:
+    script = write(tmp_path, "hello.py", HELLO)
+    for argv, message in [
+        (["--num_ps", "1", "--num_worker", "0", script], "needs workers"),
+        (["--num_worker", "-2", script], "num_worker"),
+        ([str(tmp_path / "missing.py")], "script not found"),
+    ]:
+        done = run_cli("submit", *argv)
+        assert done.returncode == 1, (argv, done.stderr)
+        assert done.stderr.startswith("Error: ") and message in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_status_list_logs_kill_on_a_running_job(yarn: Any, tmp_path: Path) -> None:
+    script = write(
+        tmp_path,
+        "sleeper.py",
+        """\
+        import time
+        print("sleeper up", flush=True)
+        time.sleep(300)
+        """,
+    )
+    with running_job(yarn, script, num_worker=1, **PLAIN) as job:
+        deadline = time.monotonic() + 120
+        while True:
+            st = client.status(job.app_id, client=yarn)
+            tasks = (st.master or {}).get("tasks") or []
+            if any(t.get("state") == "RUNNING" for t in tasks):
+                break
+            assert time.monotonic() < deadline, f"never RUNNING: {st}"
+            time.sleep(1)
+
+        status = run_cli("status", job.app_id)
+        assert status.returncode == 0, status.stderr
+        assert "state:        RUNNING" in status.stdout
+        assert re.search(r"worker:0\s+RUNNING", status.stdout), status.stdout
+
+        as_json = run_cli("status", job.app_id, "--json")
+        assert json.loads(as_json.stdout)["master"]["tasks"][0]["task"] == "worker:0"
+
+        listed = run_cli("list")
+        assert job.app_id in listed.stdout and "test-sleeper" in listed.stdout
+
+        logs = run_cli("logs", job.app_id, "--task", "worker:0")
+        assert logs.returncode == 0, logs.stderr
+        assert "sleeper up" in logs.stdout
+
+        killed = run_cli("kill", job.app_id)
+        assert killed.returncode == 0, killed.stderr
+        assert "KILLED" in killed.stdout
+        final = client.status(job.app_id, client=yarn)
+        assert final.state == "KILLED"
+        assert job.app_id not in run_cli("list").stdout
+
+
+def test_status_of_an_unknown_application() -> None:
+    done = run_cli("status", "application_1_9999")
+    assert done.returncode == 1
+    assert "no application application_1_9999" in done.stderr
+
+
+MANY = """\
+import json, os, socket
+cfg = json.loads(os.environ["TF_CONFIG"])
+me = cfg["task"]
+host, port = cfg["cluster"][me["type"]][me["index"]].rsplit(":", 1)
+# The runtime holds the port with SO_REUSEPORT for TensorFlow; so can we.
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+s.bind(("", int(port)))
+s.listen()
+print("CLUSTER", json.dumps(cfg["cluster"], sort_keys=True), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_many_tasks_on_one_node_get_distinct_ports(yarn: Any, tmp_path: Path) -> None:
+    script = write(tmp_path, "many.py", MANY)
+    with running_job(
+        yarn,
+        script,
+        num_ps=2,
+        num_worker=10,
+        ps_memory="128 MiB",
+        worker_memory="128 MiB",
+        am_memory="512 MiB",
+        worker_grace=60,
+    ) as job:
+        job.wait()
+        text = job.logs()
+        specs = {line.split(" ", 1)[1] for line in text.splitlines()
+                 if line.startswith("CLUSTER ")}  # fmt: skip
+        assert len(specs) == 1, specs  # every task saw the same cluster
+        cluster = json.loads(specs.pop())
+        addresses = [a for addrs in cluster.values() for a in addrs]
+        assert len(addresses) == 12
+        assert len(set(addresses)) == 12, addresses
