@@ -1,0 +1,211 @@
+"""Cluster formation time: tfyarn against plain skein containers.
+
+Measures, on the running local cluster, the seconds from submitting an
+application to "every TensorFlow server is up", for 1 ps + 2 workers and
+2 ps + 4 workers, in two ways in the same run:
+
+- tfyarn: ``tfyarn.submit``-style job; the master requests each container,
+  the runtime registers, the master broadcasts the ClusterSpec, and the task
+  script starts ``tf.distribute.Server`` from ``TF_CONFIG``;
+- baseline: a plain skein application whose containers each pick a free port,
+  put ``host:port`` in skein's key-value store, wait for all the others, then
+  start ``tf.distribute.Server``.
+
+In both, every task puts ``up/<task>`` = the time its server started into the
+application's key-value store; the benchmark polls it and takes the latest.
+Prints one JSON line. Usage::
+
+    eval "$(tfyarn cluster env)"; python tests/benchmarks/formation.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import skein
+
+from tfyarn import client, config
+from tfyarn.spec import Role
+
+LAYOUTS = ((1, 2), (2, 4))
+MEMORY_MIB = 768
+TIMEOUT_S = 300.0
+
+# Runs as the tfyarn job's script: TF_CONFIG is already set by the runtime.
+TFYARN_TASK = """\
+import json, os, sys, time
+import skein
+import tensorflow as tf
+
+cfg = json.loads(os.environ["TF_CONFIG"])
+task = cfg["task"]
+server = tf.distribute.Server(
+    tf.train.ClusterSpec(cfg["cluster"]), job_name=task["type"],
+    task_index=task["index"], start=True)
+up = time.time()
+app = skein.ApplicationClient.from_current()
+app.kv.put(f"up/{task['type']}:{task['index']}", repr(up).encode())
+deadline = time.time() + 300
+while app.kv.get("done") is None and time.time() < deadline:
+    time.sleep(0.2)
+"""
+
+# Runs in a plain skein container: exchange addresses through the kv store.
+BASELINE_TASK = """\
+import json, os, socket, sys, time
+import skein
+import tensorflow as tf
+
+role, index = os.environ["SKEIN_CONTAINER_ID"].rsplit("_", 1)
+n = {"ps": int(os.environ["N_PS"]), "worker": int(os.environ["N_WORKER"])}
+app = skein.ApplicationClient.from_current()
+with socket.socket() as s:  # the classic way: bind port 0, close, hope
+    s.bind(("", 0))
+    port = s.getsockname()[1]
+host = socket.gethostname()
+app.kv.put(f"addr/{role}/{index}", f"{host}:{port}".encode())
+deadline = time.time() + 300
+while True:
+    found = app.kv.get_prefix("addr/")
+    if len(found) == sum(n.values()):
+        break
+    if time.time() > deadline:
+        sys.exit("timed out waiting for the other addresses")
+    time.sleep(0.1)
+cluster = {r: [found[f"addr/{r}/{i}"].decode() for i in range(n[r])] for r in n}
+server = tf.distribute.Server(
+    tf.train.ClusterSpec(cluster), job_name=role, task_index=int(index), start=True)
+up = time.time()
+app.kv.put(f"up/{role}:{index}", repr(up).encode())
+while app.kv.get("done") is None and time.time() < deadline:
+    time.sleep(0.2)
+"""
+
+
+def _wait_all_up(yarn: Any, app_id: str, n_tasks: int) -> float:
+    """Latest server-up time once all ``n_tasks`` reported; mark the app done."""
+    deadline = time.time() + TIMEOUT_S
+    app = None
+    while time.time() < deadline:
+        report = yarn.application_report(app_id)
+        if str(report.state) in ("FINISHED", "FAILED", "KILLED"):
+            raise RuntimeError(f"{app_id} ended early: {report.diagnostics}")
+        if str(report.state) == "RUNNING":
+            if app is None:
+                try:
+                    app = yarn.connect(app_id, wait=False)
+                except skein.exceptions.SkeinError:
+                    app = None
+            if app is not None:
+                up = app.kv.get_prefix("up/")
+                if len(up) == n_tasks:
+                    app.kv.put("done", b"1")
+                    app.close()
+                    return max(float(v) for v in up.values())
+        time.sleep(0.2)
+    yarn.kill_application(app_id)
+    raise RuntimeError(f"{app_id}: not every server came up in {TIMEOUT_S:.0f} s")
+
+
+def _wait_end(yarn: Any, app_id: str) -> None:
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if str(yarn.application_report(app_id).state) in (
+            "FINISHED",
+            "FAILED",
+            "KILLED",
+        ):
+            return
+        time.sleep(0.5)
+    yarn.kill_application(app_id)
+
+
+def run_tfyarn(yarn: Any, work: Path, n_ps: int, n_worker: int) -> float:
+    script = work / "tfyarn_task.py"
+    script.write_text(TFYARN_TASK)
+    cfg = config.load(
+        overrides={
+            "name": f"bench-tfyarn-{n_ps}ps{n_worker}w",
+            "num_ps": n_ps,
+            "num_worker": n_worker,
+            "ps_memory": MEMORY_MIB,
+            "worker_memory": MEMORY_MIB,
+            "am_memory": 512,
+            "worker_grace": 5,
+        }
+    )
+    spec = config.to_spec(str(script), (), cfg).validate()
+    t0 = time.time()
+    app_id = yarn.submit(spec.to_skein())
+    try:
+        up = _wait_all_up(yarn, app_id, n_ps + n_worker)
+    finally:
+        _wait_end(yarn, app_id)
+    return up - t0
+
+
+def run_baseline(yarn: Any, work: Path, n_ps: int, n_worker: int) -> float:
+    script = work / "baseline_task.py"
+    script.write_text(BASELINE_TASK)
+    env = {"N_PS": str(n_ps), "N_WORKER": str(n_worker)}
+    services = {
+        role: skein.Service(
+            instances=n,
+            resources=skein.Resources(memory=MEMORY_MIB, vcores=1),
+            files={"task.py": str(script)},
+            env=env,
+            script=f"exec {sys.executable} -u task.py",
+        )
+        for role, n in (("ps", n_ps), ("worker", n_worker))
+    }
+    spec = skein.ApplicationSpec(
+        name=f"bench-baseline-{n_ps}ps{n_worker}w",
+        services=services,
+        master=skein.Master(resources=skein.Resources(memory=512, vcores=1)),
+        tags={"tfyarn-benchmark"},
+    )
+    t0 = time.time()
+    app_id = yarn.submit(spec)
+    try:
+        up = _wait_all_up(yarn, app_id, n_ps + n_worker)
+    finally:
+        _wait_end(yarn, app_id)
+    return up - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1, help="runs per layout and way")
+    args = parser.parse_args()
+    assert Role.PS  # tfyarn imported from this checkout
+    results: dict[str, Any] = {}
+    with client.connect() as yarn, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for n_ps, n_worker in LAYOUTS:
+            tf_times, base_times = [], []
+            for _ in range(args.repeat):
+                # Alternate so slow drift on the shared machine hits both alike.
+                tf_times.append(run_tfyarn(yarn, work, n_ps, n_worker))
+                base_times.append(run_baseline(yarn, work, n_ps, n_worker))
+            tf_s, base_s = statistics.median(tf_times), statistics.median(base_times)
+            results[f"{n_ps}ps+{n_worker}worker"] = {
+                "tfyarn_s": round(tf_s, 2),
+                "baseline_s": round(base_s, 2),
+                "ratio": round(tf_s / base_s, 3),
+                "runs": args.repeat,
+                "tfyarn_all_s": [round(t, 2) for t in tf_times],
+                "baseline_all_s": [round(t, 2) for t in base_times],
+            }
+            print(f"# {n_ps} ps + {n_worker} workers: {results}", file=sys.stderr)
+    print(json.dumps({"benchmark": "formation", "results": results}))
+
+
+if __name__ == "__main__":
+    main()
