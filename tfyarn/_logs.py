@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tfyarn.spec import Role
+from tfyarn.spec import ROLES, Role
 
 _CONTAINER = re.compile(r"^Container: (container_\S+) on (\S+)\s*$")
 _LOGTYPE = re.compile(r"^LogType:\s*(.+?)\s*$")
@@ -136,6 +136,6 @@ def _containers_from_snapshot(snapshot: Mapping[str, Any] | None) -> dict[str, s
 
 def _sort_key(e: TaskLog) -> tuple[int, str, int, str]:
     role, _, index = e.task.partition(":")
-    order = [MASTER, *(r.value for r in Role)]
+    order = [MASTER, *(r.value for r in ROLES)]
     rank = order.index(role) if role in order else len(order)
     return rank, role, int(index) if index.isdigit() else -1, e.container_id

@@ -1,0 +1,156 @@
+"""The Python API (tfyarn.submit, wait, status, ...) with a scripted YARN."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _fake_yarn import APP_ID, FakeYarn, Report
+
+import tfyarn
+from tfyarn import _follow, _logs, client
+from tfyarn.errors import JobFailedError, SpecError
+
+
+@pytest.fixture
+def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(client.time, "sleep", lambda s: None)
+    path = tmp_path / "train.py"
+    path.write_text("")
+    return str(path)
+
+
+def test_submit_returns_the_app_id_and_uses_options(script: str) -> None:
+    fake = FakeYarn()
+    app_id = tfyarn.submit(
+        script,
+        num_ps=1,
+        num_worker=2,
+        worker_memory="1 GiB",
+        env={"A": "1"},
+        client=fake,
+    )
+    assert app_id == APP_ID
+    (spec,) = fake.submitted
+    assert spec.services["worker"].resources.memory == 1024
+    assert spec.services["worker"].env["A"] == "1"
+    assert not fake.closed  # a client passed in stays open
+
+
+def test_submit_wait_raises_on_failure(script: str) -> None:
+    fake = FakeYarn(
+        [Report(state="FINISHED", final_status="FAILED", diagnostics="ps:0 died")]
+    )
+    events: list[str] = []
+    with pytest.raises(JobFailedError) as err:
+        tfyarn.submit(script, wait=True, on_event=events.append, client=fake)
+    assert err.value.app_id == APP_ID and err.value.final_status == "FAILED"
+    assert "ps:0 died" in str(err.value)
+    assert events[-1] == "diagnostics: ps:0 died"
+
+
+def test_unknown_option_is_refused(script: str) -> None:
+    with pytest.raises(SpecError, match="unknown config key"):
+        tfyarn.submit(script, num_workers=2, client=FakeYarn())
+
+
+def test_wait_times_out_without_killing(script: str) -> None:
+    fake = FakeYarn([Report(state="RUNNING")])
+    with pytest.raises(TimeoutError, match="keeps running"):
+        tfyarn.wait(APP_ID, timeout=0, client=fake)
+    assert fake.killed == []
+
+
+def test_app_stuck_in_accepted_is_killed_after_the_registration_timeout(
+    script: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = iter(range(0, 10_000, 50))
+    monkeypatch.setattr(client.time, "monotonic", lambda: float(next(clock)))
+    fake = FakeYarn([Report(state="ACCEPTED", diagnostics="waiting for AM container")])
+    events: list[str] = []
+    with pytest.raises(JobFailedError, match="did not start the application master"):
+        tfyarn.submit(
+            script,
+            registration_timeout=120,
+            wait=True,
+            on_event=events.append,
+            client=fake,
+        )
+    assert fake.killed == [APP_ID]
+    assert any("waiting for AM container" in e for e in events)
+
+
+def test_list_jobs_sorted_and_filtered() -> None:
+    apps = [
+        Report(id="application_1700000000000_0010"),
+        Report(id="application_1700000000000_0002"),
+        Report(id="application_1700000000000_0003", tags=set()),
+    ]
+    jobs = tfyarn.list_jobs(client=FakeYarn(apps=apps))
+    assert [j.app_id for j in jobs] == [
+        "application_1700000000000_0002",
+        "application_1700000000000_0010",
+    ]
+
+
+def test_kill_of_an_ended_job_does_nothing() -> None:
+    fake = FakeYarn([Report(state="FINISHED", final_status="SUCCEEDED")])
+    st = tfyarn.kill(APP_ID, client=fake)
+    assert st.final_status == "SUCCEEDED" and fake.killed == []
+
+
+def test_narrator_reports_only_changes() -> None:
+    n = _follow.Narrator()
+    base = {
+        "phase": "REGISTERING",
+        "started": 10.0,
+        "cluster_formed_at": None,
+        "tasks": [{"task": "worker:0", "role": "worker", "state": "REQUESTED"}],
+    }
+    first = n.update(base)
+    assert first == [
+        "master: REGISTERING",
+        "containers worker 1/0/0 (requested/allocated/registered)",
+        "worker:0 REQUESTED",
+    ]
+    assert n.update(base) == []
+    later = {
+        **base,
+        "phase": "RUNNING",
+        "cluster_formed_at": 12.5,
+        "restarts": 1,
+        "restart_reasons": ["worker:0 lost"],
+        "tasks": [
+            {
+                "task": "worker:0",
+                "role": "worker",
+                "state": "RUNNING",
+                "attempt": 1,
+                "address": "h:1",
+            }
+        ],
+    }
+    lines = n.update(later)
+    assert "master: RUNNING" in lines
+    assert "restart 1: worker:0 lost" in lines
+    assert "cluster formed in 2.5 s (generation 0)" in lines
+    assert "worker:0 RUNNING (attempt 1, h:1)" in lines
+
+
+def test_logs_use_the_snapshot_and_survive_truncation() -> None:
+    text = (
+        "Container: container_1_0001_01_000004 on h_1\n"
+        "LogType:ps.log\nLogContents:\nps says hi\nEnd of LogType:ps.log\n"
+        "Container: container_1_0001_01_000005 on h_1\n"
+        "LogType:worker.log\nLogContents:\ncut short"
+    )
+    snap = {
+        "tasks": [{"task": "ps:1", "yarn_container_id": "container_1_0001_01_000004"}]
+    }
+    entries = _logs.split(text, snap)
+    assert [(e.task, e.text) for e in entries] == [
+        ("ps:1", "ps says hi"),
+        ("worker", "cut short"),
+    ]
+    assert _logs.select(entries, "ps") == entries[:1]
