@@ -43,6 +43,12 @@ def add_commands(subparsers: Any) -> None:
     )
     p.add_argument("app_id", help="application id (application_...)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="follow the job to its end, like `tfyarn submit` does "
+        "(exit code: 0 SUCCEEDED, 1 FAILED, 3 KILLED)",
+    )
     p.set_defaults(func=_status)
 
     p = subparsers.add_parser("kill", help="kill a job", description="Kill a job.")
@@ -180,7 +186,7 @@ def _submit(ns: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print(
                 f"\nStopped following {app_id}; the job keeps running.\n"
-                f"  follow it again: tfyarn status {app_id}\n"
+                f"  follow it again: tfyarn status --follow {app_id}\n"
                 f"  kill it:         tfyarn kill {app_id}",
                 file=sys.stderr,
             )
@@ -209,6 +215,16 @@ def _say(line: str) -> None:
 
 
 def _status(ns: argparse.Namespace) -> int:
+    if ns.follow:
+        try:
+            client.wait(ns.app_id, on_event=_say)
+        except KeyboardInterrupt:
+            print(
+                f"\nStopped following {ns.app_id}; the job keeps running.",
+                file=sys.stderr,
+            )
+            return 130
+        return 0
     st = client.status(ns.app_id)
     if ns.json:
         print(json.dumps(_as_json(st), indent=2, default=str))

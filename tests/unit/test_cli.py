@@ -356,3 +356,20 @@ def test_logs_split_per_task(
     assert (
         "tasks with logs: ['master', 'worker:0', 'worker:1']" in capsys.readouterr().err
     )
+
+
+def test_status_follow_exits_like_submit(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use(
+        monkeypatch,
+        FakeYarn(
+            [
+                Report(state="RUNNING"),
+                Report(state="FINISHED", final_status="FAILED", diagnostics="ps:0 lost"),
+            ]
+        ),
+    )
+    assert main(["status", "--follow", APP_ID]) == 1
+    captured = capsys.readouterr()
+    assert "YARN: RUNNING" in captured.out and "ps:0 lost" in captured.err
