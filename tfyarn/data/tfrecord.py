@@ -153,8 +153,14 @@ def tfrecord_dataset(
         ds = ds.prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
         return _pipeline.no_autoshard(ds)
 
+    # Hand over batches of the size asked for, so rebatch only mends file ends.
+    gen_batch = batch_size if batch_size and batch_size <= 8192 else None
+    gen_batch = gen_batch or _pipeline.GENERATOR_BATCH
+
     def batches(url: str) -> Iterator[Any]:
-        yield from read_record_batches(url, compression=compression, verify=verify_crc)
+        yield from read_record_batches(
+            url, compression=compression, batch_size=gen_batch, verify=verify_crc
+        )
 
     ds = _pipeline.interleave_files(
         files,
