@@ -71,6 +71,11 @@ def add_commands(subparsers: Any) -> None:
     )
     p.add_argument("app_id", help="application id (application_...)")
     p.add_argument("--task", help="only this task (worker:1), role (ps) or 'master'")
+    p.add_argument(
+        "--yarn_files",
+        action="store_true",
+        help="also YARN's own files (launch_container.sh, prelaunch.err, ...)",
+    )
     p.set_defaults(func=_logs_cmd)
 
 
@@ -294,6 +299,6 @@ def _list(ns: argparse.Namespace) -> int:
 
 
 def _logs_cmd(ns: argparse.Namespace) -> int:
-    entries = client.logs(ns.app_id, task=ns.task)
+    entries = client.logs(ns.app_id, task=ns.task, yarn_files=ns.yarn_files)
     print(_logs.render(entries), end="")
     return 0

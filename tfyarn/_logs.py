@@ -57,10 +57,51 @@ class TaskLog:
         return f"{self.task}{att} [{self.container_id} on {self.host}, {self.log_type}]"
 
 
-def split(output: str, snapshot: Mapping[str, Any] | None = None) -> list[TaskLog]:
-    """Parse ``yarn logs`` output into :class:`TaskLog` entries, master first."""
+# Files YARN writes into every container's log directory; shown on request only.
+YARN_FILES = ("directory.info", "launch_container.sh", "prelaunch.err", "prelaunch.out")
+
+
+def split(
+    output: str,
+    snapshot: Mapping[str, Any] | None = None,
+    *,
+    yarn_files: bool = False,
+) -> list[TaskLog]:
+    """Parse ``yarn logs`` output into :class:`TaskLog` entries, master first.
+
+    ``yarn_files`` keeps YARN's own per-container files (``launch_container.sh``,
+    ``prelaunch.err``, ...); empty logs are always dropped.
+    """
+    blocks = _blocks(output)
     known = _containers_from_snapshot(snapshot)
-    entries: list[TaskLog] = []
+    tasks: dict[str, tuple[str, int | None]] = {}
+    for container, _, log_type, text in blocks:
+        service = log_type[: -len(".log")] if log_type.endswith(".log") else None
+        if service in (
+            "application.master",
+            "application.driver",
+        ) or container.endswith("_000001"):
+            tasks[container] = (MASTER, None)
+        elif container in known:
+            tasks[container] = (known[container], None)
+        elif service and service in {r.value for r in Role}:
+            m = _SELF.search(text)
+            if m and m.group(1) == service:
+                tasks[container] = (f"{m.group(1)}:{m.group(2)}", int(m.group(3)))
+            else:
+                tasks.setdefault(container, (service, None))
+    entries = []
+    for container, host, log_type, text in blocks:
+        if not text.strip() or (log_type in YARN_FILES and not yarn_files):
+            continue
+        task, attempt = tasks.get(container, (log_type, None))
+        entries.append(TaskLog(task, container, host, log_type, text, attempt))
+    return sorted(entries, key=_sort_key)
+
+
+def _blocks(output: str) -> list[tuple[str, str, str, str]]:
+    """(container, host, log type, text) for each log file in the output."""
+    blocks = []
     container = host = log_type = None
     body: list[str] = []
     in_contents = False
@@ -80,14 +121,14 @@ def split(output: str, snapshot: Mapping[str, Any] | None = None) -> list[TaskLo
         m = _END.match(line)
         if m and log_type and m.group(1).rstrip(".") == log_type:
             assert container is not None and host is not None
-            entries.append(_entry(container, host, log_type, "\n".join(body), known))
+            blocks.append((container, host, log_type, "\n".join(body)))
             in_contents = False
             log_type = None
             continue
         body.append(line)
     if in_contents and container and host and log_type:  # truncated output
-        entries.append(_entry(container, host, log_type, "\n".join(body), known))
-    return sorted(entries, key=_sort_key)
+        blocks.append((container, host, log_type, "\n".join(body)))
+    return blocks
 
 
 def select(entries: Sequence[TaskLog], task: str) -> list[TaskLog]:
@@ -103,24 +144,6 @@ def render(entries: Sequence[TaskLog]) -> str:
     return "\n".join(f"==> {e.label} <==\n{e.text.rstrip()}\n" for e in entries)
 
 
-def _entry(
-    container: str, host: str, log_type: str, text: str, known: Mapping[str, str]
-) -> TaskLog:
-    service = log_type.rsplit(".", 1)[0] if log_type.endswith(".log") else log_type
-    attempt = None
-    if service == "application.master" or container.endswith("_000001"):
-        task = MASTER
-    elif container in known:
-        task = known[container]
-    else:
-        task = service
-        m = _SELF.search(text)
-        if m and (service not in {r.value for r in Role} or m.group(1) == service):
-            task = f"{m.group(1)}:{m.group(2)}"
-            attempt = int(m.group(3))
-    return TaskLog(task, container, host, log_type, text, attempt)
-
-
 def _containers_from_snapshot(snapshot: Mapping[str, Any] | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for t in (snapshot or {}).get("tasks") or []:
@@ -134,8 +157,10 @@ def _containers_from_snapshot(snapshot: Mapping[str, Any] | None) -> dict[str, s
     return out
 
 
-def _sort_key(e: TaskLog) -> tuple[int, str, int, str]:
+def _sort_key(e: TaskLog) -> tuple[int, str, int, str, str]:
     role, _, index = e.task.partition(":")
     order = [MASTER, *(r.value for r in ROLES)]
     rank = order.index(role) if role in order else len(order)
-    return rank, role, int(index) if index.isdigit() else -1, e.container_id
+    # Within a container: its own log first, YARN's files after.
+    own = "1" if e.log_type in YARN_FILES else "0"
+    return rank, role, int(index) if index.isdigit() else -1, e.container_id, own

@@ -611,6 +611,7 @@ def logs(
     task: str | None = None,
     client: Any | None = None,
     timeout: float = 120.0,
+    yarn_files: bool = False,
 ) -> list[_logs.TaskLog]:
     """Every container's logs, labelled by task, via ``yarn logs``.
 
@@ -623,6 +624,9 @@ def logs(
         Only this task, e.g. ``"worker:1"``, ``"ps"`` (every ps) or ``"master"``.
     timeout
         Seconds to let ``yarn logs`` run.
+    yarn_files
+        Also YARN's own files of each container (``launch_container.sh``,
+        ``prelaunch.err``, ...).
 
     Returns
     -------
@@ -647,7 +651,7 @@ def logs(
         with contextlib.suppress(TfyarnError):
             snap = status(app_id, client=client).master
     text = _yarn_logs(app_id, timeout)
-    entries = _logs.split(text, snap)
+    entries = _logs.split(text, snap, yarn_files=yarn_files)
     if not entries:
         raise TfyarnError(
             f"`yarn logs -applicationId {app_id}` returned no container logs "
