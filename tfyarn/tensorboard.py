@@ -142,7 +142,7 @@ def keras_callback(
 
     sync = LogSync(remote_dir, interval=interval, start=False)
 
-    class SyncedTensorBoard(tf.keras.callbacks.TensorBoard):  # type: ignore[misc,name-defined]
+    class SyncedTensorBoard(tf.keras.callbacks.TensorBoard):
         def on_train_begin(self, logs: Any = None) -> None:
             super().on_train_begin(logs)
             sync.start()

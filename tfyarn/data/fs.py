@@ -399,7 +399,7 @@ class HdfsFileSystem(FileSystem):
         options = hdfs_native.WriteOptions()
         options.overwrite = True
         writer = self._call("create", url, lambda c: c.create(path, options))
-        return _HdfsWriter(writer, url, self.prefix)
+        return _HdfsWriter(writer, url, self.prefix)  # type: ignore[return-value]
 
     def mkdirs(self, url: str) -> None:
         path = self._path(url)
