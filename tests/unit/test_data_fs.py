@@ -89,3 +89,12 @@ def test_error_mapping_permission() -> None:
         "open", "hdfs://nn/secret", PermissionError("Permission denied: user=bob")
     )
     assert "permission denied for open on hdfs://nn/secret" in str(err)
+
+
+def test_error_classes_match_builtins() -> None:
+    missing = _fs._mapped_error("stat", "hdfs://nn/x", FileNotFoundError("x"))
+    assert isinstance(missing, FileNotFoundError) and isinstance(missing, HdfsError)
+    other = _fs._mapped_error("stat", "hdfs://nn/x", OSError("disk on fire"))
+    assert type(other) is HdfsError and "disk on fire" in str(other)
+    refused = _fs._mapped_error("ls", "hdfs://nn/x", OSError("Connection refused"))
+    assert isinstance(refused, ConnectionError)

@@ -56,6 +56,18 @@ _CLIENT_DEFAULTS = {
 READ_CHUNK = 8 << 20
 
 
+class PathNotFoundError(HdfsError, FileNotFoundError):
+    """The path does not exist."""
+
+
+class HdfsPermissionError(HdfsError, PermissionError):
+    """The user may not do this to the path."""
+
+
+class NameNodeUnreachableError(HdfsError, ConnectionError):
+    """The NameNode did not answer (refused, unreachable or timed out)."""
+
+
 @dataclass(frozen=True)
 class FileInfo:
     """What a listing says about one path."""
@@ -77,17 +89,15 @@ class FileSystem:
         raise NotImplementedError
 
     def info(self, url: str) -> FileInfo:
-        """Status of one path; ``HdfsError`` (a ``FileNotFoundError`` cause) if missing."""
+        """Status of one path; :class:`PathNotFoundError` if missing."""
         raise NotImplementedError
 
     def exists(self, url: str) -> bool:
         """Whether the path exists."""
         try:
             self.info(url)
-        except HdfsError as exc:
-            if isinstance(exc.__cause__, FileNotFoundError):
-                return False
-            raise
+        except PathNotFoundError:
+            return False
         return True
 
     def ls(self, url: str) -> list[FileInfo]:
@@ -332,7 +342,7 @@ class HdfsFileSystem(FileSystem):
         try:
             return future.result(timeout=self.timeout)
         except concurrent.futures.TimeoutError as exc:
-            raise HdfsError(
+            raise NameNodeUnreachableError(
                 f"HDFS {op} of {url} did not answer within {self.timeout:g} s: the "
                 f"NameNode for {self.prefix or 'fs.defaultFS'} is unreachable or "
                 "overloaded. Check the address and that HDFS is running "
@@ -509,11 +519,13 @@ def _mapped_error(
     """Turn a client or OS error into an HdfsError a user can act on."""
     text = str(exc)
     low = text.lower()
+    cls: type[HdfsError] = HdfsError
     if (
         isinstance(exc, FileNotFoundError)
         or "filenotfound" in low
         or ("does not exist" in low)
     ):
+        cls = PathNotFoundError
         msg = (
             f"{url} does not exist ({op}). Check the path; list the parent with "
             f"`tfyarn data ls {url.rsplit('/', 1)[0] or '/'}`."
@@ -523,6 +535,7 @@ def _mapped_error(
         or "permission denied" in low
         or ("accesscontrolexception" in low)
     ):
+        cls = HdfsPermissionError
         user = os.environ.get("HADOOP_USER_NAME") or _local_user()
         msg = (
             f"permission denied for {op} on {url} as user {user!r}: {text}. "
@@ -532,6 +545,7 @@ def _mapped_error(
     elif isinstance(exc, FileExistsError) or "already exists" in low:
         msg = f"{url} already exists ({op}): {text}"
     elif isinstance(exc, ConnectionError) or any(w in low for w in _CONNECT_WORDS):
+        cls = NameNodeUnreachableError
         where = namenode or "the NameNode"
         msg = (
             f"cannot reach {where} for {op} of {url}: {text}. Check the host and "
@@ -541,7 +555,7 @@ def _mapped_error(
         )
     else:
         msg = f"HDFS {op} of {url} failed: {type(exc).__name__}: {text}"
-    return HdfsError(msg)
+    return cls(msg)
 
 
 def _local_user() -> str:
