@@ -38,6 +38,8 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
     ) -> AsyncIterator[bytes]:
         # Yields ClusterEvents already serialized by the state: one
         # serialization per generation, shared by every stream.
+        if request.HasField("register"):
+            await _guard(context, lambda: self.state.register(request.register))
         watcher = await _guard(
             context,
             lambda: self.state.watch(
@@ -142,8 +144,12 @@ def create_server(
     server = grpc.aio.server(
         options=[
             ("grpc.max_send_message_length", 64 * 1024 * 1024),
-            # Thousands of tasks may connect at once (tests/benchmarks/registry_scale.py).
+            # Thousands of tasks may register at once
+            # (tests/benchmarks/registry_scale.py): gRPC core cancels requests
+            # beyond 1000 waiting for the Python loop unless told otherwise.
             ("grpc.max_concurrent_streams", 100_000),
+            ("grpc.server.max_pending_requests", 100_000),
+            ("grpc.server.max_pending_requests_hard_limit", 100_000),
         ]
     )
     handlers = _handlers(MasterServicer(state))

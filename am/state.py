@@ -38,6 +38,7 @@ END_REPORT_GRACE = 3.0
 KILL_MARGIN = 5.0
 STDERR_TAIL_CHARS = 4000
 HISTORY_LIMIT = 50
+MIN_PASS_GAP = 0.05
 
 
 class Phase(str, Enum):
@@ -212,11 +213,20 @@ class JobState:
             key: Task(role=key[0], index=key[1]) for key in spec.task_keys()
         }
         self.lead = self.tasks[spec.lead_task()]
+        # Cluster members not registered yet: the cluster forms when it empties.
+        # A set, not a scan per registration, keeps 5000 registrations linear.
+        # (A restart puts the tasks it relaunches back in.)
+        self.unregistered: set[Task] = {
+            t for t in self.tasks.values() if t.role.in_cluster_spec()
+        }
         self._cluster_event: bytes | None = None
         self._outcome: tuple[Phase, str] | None = None
         self._finishing_since: float | None = None
         self._wakeup = asyncio.Event()
-        self._last_published: tuple[str, float] = ("", 0.0)
+        self._published_at = float("-inf")
+        self._snapshot_cost = 0.0
+        self._dirty = True  # something a status reader would see changed
+        self._polled_at = float("-inf")
         self._last_progress = -1.0
         self._containers: dict[str, ContainerInfo] = {}
         # The latest snapshot as JSON; other threads (the status page) read only this.
@@ -269,6 +279,7 @@ class JobState:
         task.yarn_container_id = req.yarn_container_id or task.yarn_container_id
         task.last_heartbeat = self.clock()
         self._set(task, TaskState.REGISTERED, f"registered at {task.address}")
+        self.unregistered.discard(task)
         if self._cluster_event is not None:
             # Late joiners (an evaluator) get the cluster that already formed.
             self._set(task, TaskState.RUNNING, "received the cluster spec")
@@ -305,6 +316,7 @@ class JobState:
         task.last_heartbeat = self.clock()
         task.step = step
         task.metrics = metrics
+        self._dirty = True
 
     def task_end(
         self, role: str, index: int, attempt: int, code: int, tail: str
@@ -380,9 +392,9 @@ class JobState:
         return text
 
     def _maybe_form_cluster(self) -> None:
-        members = [t for t in self.tasks.values() if t.role.in_cluster_spec()]
-        if not all(t.state.is_registered() for t in members):
+        if self.unregistered:
             return
+        members = [t for t in self.tasks.values() if t.role.in_cluster_spec()]
         self.generation += 1
         jobs: dict[str, pb.JobAddresses] = {}
         for role in ROLES:
@@ -448,6 +460,9 @@ class JobState:
                 await asyncio.wait_for(self._wakeup.wait(), self.tick)
             except asyncio.TimeoutError:
                 pass
+            # Events wake the loop early, but a burst of them (thousands of
+            # registrations) costs one pass per MIN_PASS_GAP, not one each.
+            await asyncio.sleep(MIN_PASS_GAP)
         return await self._finish(*self._outcome)
 
     async def _launch_all(self) -> None:
@@ -472,14 +487,18 @@ class JobState:
 
     async def _reconcile(self) -> None:
         now = self.clock()
-        self._containers = await self.launcher.poll()
-        for task in self.tasks.values():
-            self._watch_container(task, now)
-        self._check_registration(now)
-        self._check_heartbeats(now)
+        # Scans over every task run once per tick; events in between (a burst
+        # of registrations) only pay for the cheap checks below.
+        if now - self._polled_at >= self.tick:
+            self._polled_at = now
+            self._containers = await self.launcher.poll()
+            for task in self.tasks.values():
+                self._watch_container(task, now)
+            self._check_registration(now)
+            self._check_heartbeats(now)
+            await self._enforce_stops(now)
         if self._finishing_since is not None:
             self._check_finishing(now)
-        await self._enforce_stops(now)
         await self._publish()
 
     def _watch_container(self, task: Task, now: float) -> None:
@@ -697,33 +716,32 @@ class JobState:
         if self.phase is Phase.FINISHING:
             return 0.95
         if self._cluster_event is None:
-            done = sum(t.state.is_registered() for t in self.tasks.values())
-            return 0.1 * done / max(1, len(self.tasks))
+            members = sum(t.role.in_cluster_spec() for t in self.tasks.values())
+            done = members - len(self.unregistered)
+            return 0.1 * done / max(1, members)
         total = self.lead.metrics.get("total_steps")
         if total and self.lead.step is not None:
             return 0.1 + 0.85 * min(1.0, self.lead.step / total)
         return 0.1
 
     async def _publish(self, *, force: bool = False) -> None:
-        snap = self.snapshot()
-        self.last_status = json.dumps(snap)
-        # Heartbeat ages change every pass: they alone refresh only now and then.
-        stable = json.dumps(
-            {
-                **snap,
-                "tasks": [{**t, "last_heartbeat_age": None} for t in snap["tasks"]],
-            },
-            sort_keys=True,
-        )
-        last, at = self._last_published
+        # Built only when due: with thousands of tasks a snapshot per event
+        # would make registration quadratic.
         now = self.clock()
+        since = now - self._published_at
+        # A big job's snapshot takes tens of ms: keep it under ~5% of the time.
+        gap = max(self.publish_interval / 4, 20 * self._snapshot_cost)
         if (
             force
-            or (stable != last and now - at >= self.publish_interval / 4)
-            or (now - at >= 5 * self.publish_interval)
+            or (self._dirty and since >= gap)
+            or since >= 5 * self.publish_interval  # refresh heartbeat ages
         ):
+            self._dirty = False
+            started = time.perf_counter()
+            self.last_status = json.dumps(self.snapshot())
+            self._snapshot_cost = time.perf_counter() - started
             await self.launcher.publish(STATUS_KEY, self.last_status)
-            self._last_published = (stable, now)
+            self._published_at = now
         progress = self.yarn_progress()
         if abs(progress - self._last_progress) >= 0.01:
             await self.launcher.set_progress(progress)
@@ -738,6 +756,7 @@ class JobState:
     def _note(self, task: Task, text: str) -> None:
         stamp = time.strftime("%H:%M:%S", time.gmtime(self.wall()))
         task.history.append(f"{stamp} {text}")
+        self._dirty = True
         del task.history[:-HISTORY_LIMIT]
         log.info("%s %s", task.key, text)
 

@@ -139,6 +139,7 @@ class Runtime:
             maxlen=STDERR_TAIL_LINES
         )
         self.done = threading.Event()
+        self.reached_master = threading.Event()  # any call answered
         # Without a master for this long the job is over (YARN ends the
         # containers of a dead master; this is the bound if it does not).
         self.master_lost_after = max(60.0, 3 * self.spec.heartbeat_timeout)
@@ -155,8 +156,16 @@ class Runtime:
             self.ctx.host,
             port,
         )
+        self.registration = pb.RegisterTaskRequest(
+            task=self.ctx.task_key(),
+            attempt=self.ctx.attempt,
+            host=self.ctx.host,
+            port=port,
+            container_id=self.ctx.container_id,
+            yarn_container_id=self.ctx.yarn_container_id,
+        )
         try:
-            self._register(port)
+            # Registration rides on the WatchCluster call (one RPC per task).
             threading.Thread(target=self._watch, name="watch", daemon=True).start()
             threading.Thread(
                 target=self._heartbeat, name="heartbeat", daemon=True
@@ -166,31 +175,10 @@ class Runtime:
             code = self._run_script(port)
             self._report_end(code)
             return code if code >= 0 else 128 - code
-        except MasterUnavailableError as exc:
-            log.error("%s", exc)
-            return EXIT_RUNTIME_ERROR
         finally:
             self.done.set()
             sock.close()  # the port is free only once the task is over
             self.master.close()
-
-    def _register(self, port: int) -> None:
-        request = pb.RegisterTaskRequest(
-            task=self.ctx.task_key(),
-            attempt=self.ctx.attempt,
-            host=self.ctx.host,
-            port=port,
-            container_id=self.ctx.container_id,
-            yarn_container_id=self.ctx.yarn_container_id,
-        )
-        deadline = time.monotonic() + self.spec.registration_timeout
-        reply = call_until(
-            f"registering {self.ctx.key}",
-            self.ctx.master_address,
-            lambda timeout: self.master.stub.RegisterTask(request, timeout=timeout),
-            deadline=deadline,
-        )
-        log.info("%s registered (generation %d)", self.ctx.key, reply.generation)
 
     def _wait_for_cluster(self) -> bool:
         """Wait for the ClusterSpec (bounded); False if told to stop first."""
@@ -209,8 +197,12 @@ class Runtime:
         return False
 
     def _end_without_script(self) -> int:
+        log.error(
+            "%s ends before its script started: %s", self.ctx.key, self.stop.reason
+        )
         self.stderr_tail.append(f"tfyarn: {self.stop.reason}")
-        self._report_end(EXIT_RUNTIME_ERROR)
+        if self.reached_master.is_set():  # else there is no one to tell
+            self._report_end(EXIT_RUNTIME_ERROR)
         return EXIT_RUNTIME_ERROR
 
     def _run_script(self, port: int) -> int:
@@ -306,19 +298,21 @@ class Runtime:
     # -- background threads -------------------------------------------------------
 
     def _watch(self) -> None:
-        """Follow WatchCluster; reconnect while the master is reachable."""
+        """Register and follow WatchCluster; reconnect while the master answers."""
         delay = backoff_delays(cap=5.0)
-        last_ok = time.monotonic()
+        started = last_ok = time.monotonic()
         while not self.done.is_set():
             known = self.cluster.generation if self.cluster else 0
             request = pb.WatchClusterRequest(
                 task=self.ctx.task_key(),
                 attempt=self.ctx.attempt,
                 known_generation=known,
+                register=self.registration,
             )
             try:
                 for event in self.master.stub.WatchCluster(request):
                     last_ok = time.monotonic()
+                    self.reached_master.set()
                     if event.HasField("cluster_spec"):
                         self._on_cluster(event.cluster_spec)
                     elif event.HasField("stop"):
@@ -330,7 +324,19 @@ class Runtime:
                 if exc.code() in _FATAL_CODES:
                     self.stop.set(f"the master refused this task: {exc.details()}", 0)
                     return
-                if time.monotonic() - last_ok > self.master_lost_after:
+                now = time.monotonic()
+                if (
+                    self.cluster is None
+                    and now - started > self.spec.registration_timeout
+                ):
+                    self.stop.set(
+                        f"could not register: the tfyarn master at "
+                        f"{self.ctx.master_address} did not answer within "
+                        f"{self.spec.registration_timeout:.0f} s ({exc.details()})",
+                        0,
+                    )
+                    return
+                if self.cluster is not None and now - last_ok > self.master_lost_after:
                     self.stop.set(
                         f"the master at {self.ctx.master_address} is unreachable "
                         f"for {self.master_lost_after:.0f} s",
@@ -359,6 +365,7 @@ class Runtime:
             try:
                 self.master.stub.Heartbeat(request, timeout=max(interval, 5.0))
                 last_ok = time.monotonic()
+                self.reached_master.set()
             except grpc.RpcError as exc:
                 if exc.code() in _FATAL_CODES:
                     self.stop.set(f"the master refused this task: {exc.details()}", 0)

@@ -38,14 +38,16 @@ class RegisterTaskReply(_message.Message):
     def __init__(self, generation: _Optional[int] = ...) -> None: ...
 
 class WatchClusterRequest(_message.Message):
-    __slots__ = ("task", "attempt", "known_generation")
+    __slots__ = ("task", "attempt", "known_generation", "register")
     TASK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     KNOWN_GENERATION_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_FIELD_NUMBER: _ClassVar[int]
     task: TaskKey
     attempt: int
     known_generation: int
-    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., known_generation: _Optional[int] = ...) -> None: ...
+    register: RegisterTaskRequest
+    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., known_generation: _Optional[int] = ..., register: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ...) -> None: ...
 
 class JobAddresses(_message.Message):
     __slots__ = ("addresses",)
