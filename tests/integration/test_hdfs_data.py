@@ -205,6 +205,10 @@ def test_permission_denied(base: str) -> None:
         timeout=60,
     )
     assert time.monotonic() - start < 30
-    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert proc.returncode == 3, (
+        "a non-superuser read a mode-700 directory of another user: is "
+        "dfs.permissions.enabled false on the local cluster (conf/hadoop/"
+        f"hdfs-site.xml)? output: {proc.stdout}{proc.stderr}"
+    )
     assert "permission denied" in proc.stdout
     assert "tfyarn-stranger" in proc.stdout
