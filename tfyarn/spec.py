@@ -293,9 +293,13 @@ class JobSpec:
                 allow_failures=True,
                 max_restarts=0,
             )
+        # The master's code ships as a zip archive that YARN unpacks into ./am:
+        # skein uploads a directory resource with file permissions (no x bit),
+        # which only an HDFS superuser could traverse when localizing it.
+        am_archive = skein.File(source=am_source or _zip_dir(am_dir()), type="archive")
         master = skein.Master(
             resources=skein.Resources(memory=self.am_memory_mib, vcores=self.am_vcores),
-            files={"am": am_source or str(am_dir())},
+            files={"am": am_archive},
             env={**self.env, **spec_env},
             script=f"exec {shlex.quote(self.python)} -u -m am",
         )
@@ -313,6 +317,32 @@ def _as_group(value: TaskGroup | Mapping[str, Any]) -> TaskGroup:
     if isinstance(value, TaskGroup):
         return value
     return TaskGroup(**value)
+
+
+def _zip_dir(directory: Path) -> str:
+    """Zip a directory's Python sources (no caches) into a content-named file."""
+    import hashlib
+    import io
+    import os
+    import tempfile
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(directory.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                info = zipfile.ZipInfo(str(path.relative_to(directory)))
+                info.external_attr = 0o644 << 16
+                archive.writestr(info, path.read_bytes())
+    data = buffer.getvalue()
+    cache = Path(tempfile.gettempdir()) / f"tfyarn-{os.getuid()}"
+    cache.mkdir(mode=0o700, exist_ok=True)
+    target = cache / f"am-{hashlib.sha256(data).hexdigest()[:16]}.zip"
+    if not target.exists():
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(data)
+        partial.replace(target)
+    return str(target)
 
 
 def _file_source(path: str) -> str:
