@@ -115,3 +115,37 @@ def test_is_chief(cluster, task, chief) -> None:
 
     raw = json.dumps({"cluster": cluster, "task": {"type": task[0], "index": task[1]}})
     assert ckpt_mod.is_chief(raw) is chief
+
+
+def test_keras_callback_saves_and_restores(tmp_path) -> None:
+    import numpy as np
+
+    keras = tf.keras
+    remote = str(tmp_path / "remote")
+    x = np.random.default_rng(0).normal(size=(64, 3)).astype("float32")
+    y = x.sum(axis=1, keepdims=True)
+
+    def model() -> object:
+        m = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(1)])
+        m.compile(optimizer="sgd", loss="mse")
+        return m
+
+    first = model()
+    first.fit(
+        x,
+        y,
+        epochs=2,
+        verbose=0,
+        callbacks=[ckpt_mod.checkpoint_callback(remote, chief=True)],
+    )
+    assert sorted(os.listdir(remote))[:3] == [
+        "checkpoint",
+        "ckpt-1.data-00000-of-00001",
+        "ckpt-1.index",
+    ]
+    second = model()
+    cb = ckpt_mod.checkpoint_callback(remote, chief=True)
+    # epochs=0 runs on_train_begin (restore) without training.
+    second.fit(x, y, epochs=0, verbose=0, callbacks=[cb])
+    for a, b in zip(first.get_weights(), second.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b)
