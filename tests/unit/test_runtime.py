@@ -173,3 +173,48 @@ def test_report_progress_outside_tfyarn_warns_and_does_nothing(
     with pytest.warns(RuntimeWarning, match="not running in a tfyarn task"):
         tfyarn.report_progress(1, loss=0.5)
     assert sys.modules["tfyarn.progress"]._state["client"] is None
+
+
+def test_sigterm_reaches_the_script_and_the_end_is_reported(
+    credentials: tuple[bytes, bytes], tmp_path: Path
+) -> None:
+    """``python -m tfyarn.runtime`` as YARN runs it: credentials in the cwd."""
+    import os
+    import signal
+    import subprocess
+
+    spec = job(tasks={"worker": 1}, stop_grace=5)
+    (tmp_path / spec.script_name).write_text(
+        "import signal, sys, time\n"
+        "def bye(*_):\n"
+        "    print('script got SIGTERM, checkpointing', file=sys.stderr, flush=True)\n"
+        "    sys.exit(7)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    (tmp_path / ".skein.crt").write_bytes(credentials[0])
+    (tmp_path / ".skein.pem").write_bytes(credentials[1])
+    master = LiveMaster(spec, credentials).start()
+    master.grant_all()
+    env = {**os.environ, **task_env(spec, master, "worker", 0)}
+    env["PATH"] = os.environ["PATH"]
+    task = subprocess.Popen(
+        [sys.executable, "-m", "tfyarn.runtime"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert task.stdout is not None
+    assert task.stdout.readline().strip() == "ready"
+    task.send_signal(signal.SIGTERM)
+    _, err = task.communicate(timeout=30)
+    assert task.returncode == 7, err
+    assert "script got SIGTERM, checkpointing" in err
+    phase, diagnostics = master.wait_done()
+    # The lead ended non-zero: the job failed, and says why.
+    assert phase is Phase.FAILED
+    assert "worker:0" in diagnostics and "exited with code 7" in diagnostics
+    assert "checkpointing" in diagnostics
