@@ -1,0 +1,102 @@
+"""Ask the running daemons how they are, over their loopback HTTP endpoints.
+
+Cheaper than a Hadoop command line (no JVM start on a 2-core machine) and
+every call has a timeout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+TIMEOUT_S = 5.0
+
+
+def get_json(port: int, path: str, *, timeout: float = TIMEOUT_S) -> Any | None:
+    """GET ``http://127.0.0.1:port/path`` as JSON; None if it does not answer."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", headers={"Accept": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read().decode())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class HdfsHealth:
+    safe_mode: str  # "" when HDFS accepts writes
+    live_datanodes: int
+    capacity_bytes: int
+    free_bytes: int
+
+    @property
+    def ready(self) -> bool:
+        return not self.safe_mode and self.live_datanodes > 0
+
+
+def hdfs_health(namenode_http: int) -> HdfsHealth | None:
+    data = get_json(namenode_http, "/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")
+    beans = (data or {}).get("beans") or []
+    if not beans:
+        return None
+    info = beans[0]
+    try:
+        live = len(json.loads(info.get("LiveNodes") or "{}"))
+    except ValueError:
+        live = 0
+    return HdfsHealth(
+        safe_mode=str(info.get("Safemode") or ""),
+        live_datanodes=live,
+        capacity_bytes=int(info.get("Total") or 0),
+        free_bytes=int(info.get("Free") or 0),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeReport:
+    node_id: str
+    state: str
+    memory_mb: int
+    vcores: int
+    gpus: int
+    used_memory_mb: int
+    used_vcores: int
+    health: str
+
+
+def _gpus(resource: dict[str, Any]) -> int:
+    infos = (resource.get("resourceInformations") or {}).get("resourceInformation")
+    for info in infos or []:
+        if info.get("name") == "yarn.io/gpu":
+            return int(info.get("value") or 0)
+    return 0
+
+
+def yarn_nodes(rm_web: int) -> list[NodeReport] | None:
+    """Every node the ResourceManager knows; None if the RM does not answer."""
+    data = get_json(rm_web, "/ws/v1/cluster/nodes?states=NEW,RUNNING,UNHEALTHY,LOST")
+    if data is None:
+        return None
+    nodes = ((data.get("nodes") or {}) or {}).get("node") or []
+    reports = []
+    for node in nodes:
+        total = node.get("totalResource") or {}
+        used = node.get("usedResource") or {}
+        reports.append(
+            NodeReport(
+                node_id=str(node.get("id", "")),
+                state=str(node.get("state", "")),
+                memory_mb=int(total.get("memory") or 0),
+                vcores=int(total.get("vCores") or 0),
+                gpus=_gpus(total),
+                used_memory_mb=int(used.get("memory") or 0),
+                used_vcores=int(used.get("vCores") or 0),
+                health=str(node.get("healthReport") or ""),
+            )
+        )
+    return reports

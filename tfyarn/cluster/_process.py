@@ -1,0 +1,309 @@
+"""The four daemon processes: command lines, pid files, ports, stopping.
+
+A daemon is ours when its pid file names a live process whose command line
+carries ``-Dtfyarn.cluster.home=<base_dir>``; a recycled pid never matches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from tfyarn.cluster._settings import PORTS
+from tfyarn.errors import ClusterError
+
+
+@dataclasses.dataclass(frozen=True)
+class Daemon:
+    name: str
+    main_class: str
+    heap: str
+    title: str
+
+    @property
+    def ports(self) -> list[str]:
+        return [port for port, (_, daemon, _) in PORTS.items() if daemon == self.name]
+
+
+# Start order; stop runs in reverse. Heaps keep an idle cluster near 1 GiB of RSS.
+DAEMONS = (
+    Daemon(
+        "namenode",
+        "org.apache.hadoop.hdfs.server.namenode.NameNode",
+        "384m",
+        "NameNode",
+    ),
+    Daemon(
+        "datanode",
+        "org.apache.hadoop.hdfs.server.datanode.DataNode",
+        "256m",
+        "DataNode",
+    ),
+    Daemon(
+        "resourcemanager",
+        "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager",
+        "512m",
+        "ResourceManager",
+    ),
+    Daemon(
+        "nodemanager",
+        "org.apache.hadoop.yarn.server.nodemanager.NodeManager",
+        "512m",
+        "NodeManager",
+    ),
+)
+DAEMONS_BY_NAME = {d.name: d for d in DAEMONS}
+
+# Small heaps and a single-threaded collector: on a 2-core machine the cluster's
+# JVMs must leave CPU to the TensorFlow tasks they host.
+DAEMON_JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k")
+
+
+def home_marker(base_dir: Path) -> str:
+    return f"-Dtfyarn.cluster.home={base_dir}"
+
+
+def log_file(base_dir: Path, name: str) -> Path:
+    return base_dir / "logs" / f"{name}.log"
+
+
+def out_file(base_dir: Path, name: str) -> Path:
+    return base_dir / "logs" / f"{name}.out"
+
+
+def pid_file(base_dir: Path, name: str) -> Path:
+    return base_dir / "run" / f"{name}.pid"
+
+
+def java_command(
+    main_class: str,
+    *,
+    java_home: Path,
+    base_dir: Path,
+    classpath: str,
+    heap: str,
+    module_flags: Sequence[str],
+    log_name: str,
+    args: Sequence[str] = (),
+) -> list[str]:
+    logs = base_dir / "logs"
+    return [
+        str(java_home / "bin" / "java"),
+        f"-Xmx{heap}",
+        *DAEMON_JVM_FLAGS,
+        *module_flags,
+        home_marker(base_dir),
+        f"-Dproc_{log_name}",
+        f"-Dhadoop.log.dir={logs}",
+        f"-Dhadoop.log.file={log_name}.log",
+        f"-Dyarn.log.dir={logs}",
+        f"-Dyarn.log.file={log_name}.log",
+        "-Dhadoop.root.logger=INFO,RFA",
+        "-Djava.net.preferIPv4Stack=true",
+        "-cp",
+        classpath,
+        main_class,
+        *args,
+    ]
+
+
+def spawn(
+    daemon: Daemon, command: Sequence[str], *, base_dir: Path, env: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
+    """Start a daemon detached from our session, and record its pid."""
+    out = out_file(base_dir, daemon.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pid_path = pid_file(base_dir, daemon.name)
+    pid_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "wb") as stream:
+        # A new session: Ctrl-C in the starting shell must not kill the cluster.
+        proc = subprocess.Popen(
+            list(command),
+            stdin=subprocess.DEVNULL,
+            stdout=stream,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            cwd=base_dir,
+            start_new_session=True,
+        )
+    pid_path.write_text(f"{proc.pid}\n")
+    return proc
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X")
+
+
+def is_ours(pid: int, base_dir: Path, main_class: str | None = None) -> bool:
+    """Whether ``pid`` is alive and a JVM this cluster started."""
+    cmd = _cmdline(pid)
+    if not cmd or _is_zombie(pid) or home_marker(base_dir) not in cmd:
+        return False
+    return main_class is None or main_class in cmd
+
+
+def running_pid(base_dir: Path, daemon: Daemon) -> int | None:
+    """The daemon's pid if it is running, else None."""
+    try:
+        pid = int(pid_file(base_dir, daemon.name).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if is_ours(pid, base_dir, daemon.main_class) else None
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _reap(pid: int) -> None:
+    # Daemons started by this very process are our children: reap them so they
+    # do not linger as zombies (which would still look "alive" to kill(0)).
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _gone(pid: int) -> bool:
+    _reap(pid)
+    return not Path(f"/proc/{pid}").exists() or _is_zombie(pid)
+
+
+def terminate(pids: Iterable[int], *, grace: float = 20.0) -> list[int]:
+    """SIGTERM, wait up to ``grace`` seconds, then SIGKILL. Returns the killed pids."""
+    pids = [p for p in pids if not _gone(p)]
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and not all(_gone(p) for p in pids):
+        time.sleep(0.2)
+    killed = [p for p in pids if not _gone(p)]
+    for pid in killed:
+        _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not all(_gone(p) for p in killed):
+        time.sleep(0.1)
+    return killed
+
+
+def strays(base_dir: Path, exclude: Iterable[int] = ()) -> list[int]:
+    """Processes left from this cluster: its JVMs and anything running in a
+    container directory under ``base_dir`` (a NodeManager killed hard leaves its
+    containers behind)."""
+    marker = home_marker(base_dir)
+    prefix = str(base_dir) + os.sep
+    me = os.getpid()
+    skip = {me, *exclude}
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if pid in skip or _is_zombie(pid):
+            continue
+        if marker in _cmdline(pid):
+            found.append(pid)
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if (cwd + os.sep).startswith(prefix) and "nm-local" in cwd:
+            found.append(pid)
+    return found
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something already listens on (or holds) ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # Java sets SO_REUSEADDR too, so a port in TIME_WAIT is not "taken".
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                return True
+            raise
+    return False
+
+
+def port_owner(port: int) -> str:
+    """Best effort: ``pid N (command)`` of the process listening on ``port``."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A":  # LISTEN
+                if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(fields[9])
+    if not inodes:
+        return "another process"
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = list((entry / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                cmd = " ".join(_cmdline(int(entry.name)))[:120]
+                return f"pid {entry.name} ({cmd})"
+    return "another process"
+
+
+def check_ports_free(daemon: Daemon, ports: Mapping[str, int]) -> None:
+    """Raise a ClusterError naming the first of the daemon's ports already taken."""
+    for name in daemon.ports:
+        port = ports[name]
+        if port_in_use(port):
+            raise ClusterError(
+                f"cannot start the {daemon.title}: port {port} ({PORTS[name][2]}, "
+                f"'{name}') on 127.0.0.1 is already in use by {port_owner(port)}. "
+                "Stop that process, or start the cluster on other ports with "
+                f"`tfyarn cluster start --port-offset 1000` or `--port {name}=PORT` "
+                "(a cluster that already exists needs `tfyarn cluster stop` first)."
+            )
+
+
+def log_excerpt(path: Path, *, lines: int = 8) -> str:
+    """The last ERROR/FATAL/exception lines of a log, for an error message."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    keys = (" ERROR ", " FATAL ", "Exception", "Error:", "Caused by")
+    picked = [line.strip() for line in text if any(k in line for k in keys)]
+    if not picked:
+        picked = [line.strip() for line in text if line.strip()]
+    return "\n    ".join(line[:300] for line in picked[-lines:])

@@ -1,0 +1,186 @@
+"""Write a cluster's configuration and its ``yarn``/``hdfs``/``hadoop`` commands.
+
+The XML templates in ``conf/hadoop/`` hold ``{{name}}`` placeholders (Hadoop's
+own ``${...}`` syntax passes through untouched).
+"""
+
+from __future__ import annotations
+
+import getpass
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tfyarn import _paths
+from tfyarn.cluster._settings import ClusterSettings
+from tfyarn.errors import ClusterError
+
+TEMPLATES = (
+    "core-site.xml",
+    "hdfs-site.xml",
+    "yarn-site.xml",
+    "capacity-scheduler.xml",
+    "resource-types.xml",
+    "node-resources.xml",
+    "log4j.properties",
+)
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+# Flags that make short-lived JVMs (command lines) start faster and smaller.
+CLI_JVM_FLAGS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+def template_dir() -> Path:
+    return _paths.conf_dir() / "hadoop"
+
+
+def render_text(text: str, values: Mapping[str, object], *, source: str = "") -> str:
+    """Fill ``{{name}}`` placeholders; an unknown name is an error, not a blank."""
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise ClusterError(
+                f"template {source} uses unknown placeholder {{{{{name}}}}}"
+            )
+        return str(values[name])
+
+    return _PLACEHOLDER.sub(fill, text)
+
+
+def template_values(
+    settings: ClusterSettings, *, base_dir: Path, lib_dir: Path
+) -> dict[str, object]:
+    values: dict[str, object] = {
+        "base_dir": base_dir,
+        "conf_dir": base_dir / "conf",
+        "lib_dir": lib_dir,
+        "user": getpass.getuser(),
+        "memory_mb": settings.memory_mb,
+        "vcores": settings.vcores,
+        "gpus": settings.gpus,
+        "min_allocation_mb": settings.min_allocation_mb,
+        "am_max_attempts": settings.am_max_attempts,
+        "max_am_resource_percent": settings.max_am_resource_percent,
+    }
+    values.update(settings.resolved_ports())
+    return values
+
+
+def write_config(settings: ClusterSettings, *, base_dir: Path, lib_dir: Path) -> Path:
+    """Render every template into ``<base_dir>/conf``; returns that directory."""
+    conf = base_dir / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    values = template_values(settings, base_dir=base_dir, lib_dir=lib_dir)
+    for name in TEMPLATES:
+        source = template_dir() / name
+        (conf / name).write_text(render_text(source.read_text(), values, source=name))
+    return conf
+
+
+# subcommand -> (main class, pass the subcommand name on as the first argument)
+YARN_COMMANDS: dict[str, tuple[str, bool]] = {
+    "application": ("org.apache.hadoop.yarn.client.cli.ApplicationCLI", True),
+    "app": ("org.apache.hadoop.yarn.client.cli.ApplicationCLI", True),
+    "applicationattempt": ("org.apache.hadoop.yarn.client.cli.ApplicationCLI", True),
+    "container": ("org.apache.hadoop.yarn.client.cli.ApplicationCLI", True),
+    "logs": ("org.apache.hadoop.yarn.client.cli.LogsCLI", False),
+    "node": ("org.apache.hadoop.yarn.client.cli.NodeCLI", False),
+    "queue": ("org.apache.hadoop.yarn.client.cli.QueueCLI", False),
+    "cluster": ("org.apache.hadoop.yarn.client.cli.ClusterCLI", False),
+    "rmadmin": ("org.apache.hadoop.yarn.client.cli.RMAdminCLI", False),
+    "top": ("org.apache.hadoop.yarn.client.cli.TopCLI", False),
+    "version": ("org.apache.hadoop.util.VersionInfo", False),
+    "jar": ("org.apache.hadoop.util.RunJar", False),
+}
+HDFS_COMMANDS: dict[str, tuple[str, bool]] = {
+    "dfs": ("org.apache.hadoop.fs.FsShell", False),
+    "dfsadmin": ("org.apache.hadoop.hdfs.tools.DFSAdmin", False),
+    "fsck": ("org.apache.hadoop.hdfs.tools.DFSck", False),
+    "getconf": ("org.apache.hadoop.hdfs.tools.GetConf", False),
+    "version": ("org.apache.hadoop.util.VersionInfo", False),
+}
+HADOOP_COMMANDS: dict[str, tuple[str, bool]] = {
+    "fs": ("org.apache.hadoop.fs.FsShell", False),
+    "version": ("org.apache.hadoop.util.VersionInfo", False),
+    "jar": ("org.apache.hadoop.util.RunJar", False),
+    "checknative": ("org.apache.hadoop.util.NativeLibraryChecker", False),
+    "conftest": ("org.apache.hadoop.util.ConfTest", False),
+}
+WRAPPERS = {"yarn": YARN_COMMANDS, "hdfs": HDFS_COMMANDS, "hadoop": HADOOP_COMMANDS}
+
+
+def wrapper_script(
+    name: str,
+    commands: Mapping[str, tuple[str, bool]],
+    *,
+    java_home: Path,
+    conf_dir: Path,
+    lib_dir: Path,
+    jvm_flags: Sequence[str],
+) -> str:
+    """A POSIX shell script that behaves like Hadoop's own ``name`` command."""
+    q = shlex.quote
+    cases = []
+    for sub, (cls, keep) in commands.items():
+        args = f'{q(sub)} "$@"' if keep else '"$@"'
+        cases.append(f"  {sub}) CLASS={cls}; set -- {args} ;;")
+    case_lines = "\n".join(cases)
+    usage = " | ".join([*commands, "classpath [--glob]", "CLASSNAME"])
+    flags = " ".join(q(f) for f in jvm_flags)
+    return f"""#!/bin/sh
+# {name}: generated by `tfyarn cluster start` for the local cluster; do not edit.
+# Runs the same Java classes as Hadoop's own `{name}` script.
+JAVA_HOME=${{JAVA_HOME:-{q(str(java_home))}}}
+HADOOP_CONF_DIR=${{HADOOP_CONF_DIR:-{q(str(conf_dir))}}}
+HADOOP_LIB={q(str(lib_dir))}
+export JAVA_HOME HADOOP_CONF_DIR
+if [ $# -eq 0 ] || [ "$1" = "--help" ] || [ "$1" = "-h" ]; then
+  echo "Usage: {name} {usage} [args]" >&2
+  exit 1
+fi
+SUB=$1; shift
+if [ "$SUB" = classpath ]; then
+  if [ "$1" = "--glob" ]; then
+    # Every jar spelled out, as Hadoop's `classpath --glob` does.
+    CP=$HADOOP_CONF_DIR
+    for jar in "$HADOOP_LIB"/*.jar; do CP=$CP:$jar; done
+    echo "$CP"
+  else
+    echo "$HADOOP_CONF_DIR:$HADOOP_LIB/*"
+  fi
+  exit 0
+fi
+case "$SUB" in
+{case_lines}
+  *.*) CLASS=$SUB ;;
+  *) echo "{name}: unknown command '$SUB' (this local cluster's {name} knows: {usage})" >&2; exit 1 ;;
+esac
+exec "$JAVA_HOME/bin/java" {flags} $HADOOP_CLIENT_OPTS \\
+  -Dhadoop.root.logger="${{HADOOP_ROOT_LOGGER:-WARN,console}}" \\
+  -cp "$HADOOP_CONF_DIR:$HADOOP_LIB/*" "$CLASS" "$@"
+"""
+
+
+def write_wrappers(
+    *, base_dir: Path, java_home: Path, lib_dir: Path, module_flags: Sequence[str]
+) -> Path:
+    """Write ``<base_dir>/bin/{yarn,hdfs,hadoop}``; returns the bin directory."""
+    bin_dir = base_dir / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name, commands in WRAPPERS.items():
+        path = bin_dir / name
+        path.write_text(
+            wrapper_script(
+                name,
+                commands,
+                java_home=java_home,
+                conf_dir=base_dir / "conf",
+                lib_dir=lib_dir,
+                jvm_flags=[*CLI_JVM_FLAGS, *module_flags],
+            )
+        )
+        path.chmod(0o755)
+    return bin_dir

@@ -1,0 +1,165 @@
+"""What a local cluster is: its size, its ports and where it lives."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tfyarn.errors import ClusterError
+
+# Hadoop's usual ports, so the web UIs are where a Hadoop user looks for them.
+# name -> (default port, daemon that binds it, what it is)
+PORTS: dict[str, tuple[int, str, str]] = {
+    "namenode_rpc": (8020, "namenode", "NameNode RPC (fs.defaultFS)"),
+    "namenode_http": (9870, "namenode", "NameNode web UI"),
+    "datanode": (9866, "datanode", "DataNode data transfer"),
+    "datanode_http": (9864, "datanode", "DataNode web UI"),
+    "datanode_ipc": (9867, "datanode", "DataNode IPC"),
+    "rm": (8032, "resourcemanager", "ResourceManager client RPC"),
+    "rm_scheduler": (8030, "resourcemanager", "ResourceManager scheduler RPC"),
+    "rm_tracker": (8031, "resourcemanager", "ResourceManager resource tracker"),
+    "rm_admin": (8033, "resourcemanager", "ResourceManager admin RPC"),
+    "rm_web": (8088, "resourcemanager", "ResourceManager web UI"),
+    "nm": (8041, "nodemanager", "NodeManager container manager"),
+    "nm_localizer": (8040, "nodemanager", "NodeManager localizer"),
+    "nm_web": (8042, "nodemanager", "NodeManager web UI"),
+}
+
+SETTINGS_FILE = "cluster.json"
+
+
+def default_base_dir() -> Path:
+    """Where the cluster lives unless told otherwise.
+
+    ``$TFYARN_CLUSTER_HOME`` if set, else ``$XDG_DATA_HOME/tfyarn/cluster``
+    (``~/.local/share/tfyarn/cluster``).
+    """
+    explicit = os.environ.get("TFYARN_CLUSTER_HOME")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local/share")
+    return (Path(data_home).expanduser() / "tfyarn" / "cluster").resolve()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClusterSettings:
+    """Size and ports of a local cluster.
+
+    The defaults fit a 2 ps + 4 worker job of small TensorFlow tasks, or a dozen
+    one-vcore tasks, on a 2-core, 24 GiB machine: vcores are a scheduling unit
+    here, not a promise of cores.
+
+    Parameters
+    ----------
+    memory_mb : int
+        Memory the NodeManager offers to containers, in MiB.
+    vcores : int
+        Virtual cores the NodeManager offers.
+    gpus : int
+        Count of ``yarn.io/gpu`` the NodeManager advertises (no devices behind
+        it: it lets GPU scheduling be exercised on a CPU-only machine).
+    port_offset : int
+        Added to every default port, to run a second cluster beside the first.
+    ports : mapping of str to int
+        Explicit ports by name (see ``PORTS``); they win over the offset.
+    min_allocation_mb : int
+        YARN's smallest container; requests are rounded up to a multiple of it.
+    am_max_attempts : int
+        The most application-master attempts an application may ask for.
+    max_am_resource_percent : float
+        Share of the node application masters may hold together.
+    """
+
+    memory_mb: int = 16384
+    vcores: int = 16
+    gpus: int = 0
+    port_offset: int = 0
+    ports: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    min_allocation_mb: int = 128
+    am_max_attempts: int = 8
+    max_am_resource_percent: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("memory_mb", "vcores", "min_allocation_mb", "am_max_attempts"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ClusterError(f"{name} must be a positive integer, got {value!r}")
+        if self.memory_mb < 1024:
+            raise ClusterError(
+                f"memory_mb={self.memory_mb} is too small for any job: give the "
+                "NodeManager at least 1024 MiB"
+            )
+        if not isinstance(self.gpus, int) or self.gpus < 0:
+            raise ClusterError(f"gpus must be 0 or more, got {self.gpus!r}")
+        if not 0 < self.max_am_resource_percent <= 1:
+            raise ClusterError(
+                "max_am_resource_percent must be in (0, 1], got "
+                f"{self.max_am_resource_percent!r}"
+            )
+        unknown = sorted(set(self.ports) - set(PORTS))
+        if unknown:
+            raise ClusterError(
+                f"unknown port name(s) {', '.join(unknown)}; known: {', '.join(PORTS)}"
+            )
+        for name, port in self.resolved_ports().items():
+            if not 1 <= port <= 65535:
+                raise ClusterError(f"port {name}={port} is outside 1-65535")
+        taken: dict[int, str] = {}
+        for name, port in self.resolved_ports().items():
+            if port in taken:
+                raise ClusterError(
+                    f"ports {taken[port]} and {name} are both {port}; give each its own"
+                )
+            taken[port] = name
+
+    def resolved_ports(self) -> dict[str, int]:
+        """Every port by name, after the offset and explicit choices."""
+        return {
+            name: int(self.ports.get(name, default + self.port_offset))
+            for name, (default, _, _) in PORTS.items()
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["ports"] = dict(self.ports)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClusterSettings:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - fields)
+        if unknown:
+            raise ClusterError(f"unknown cluster setting(s): {', '.join(unknown)}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> ClusterSettings:
+        """A copy with the given (non-None) settings changed."""
+        return dataclasses.replace(
+            self, **{k: v for k, v in changes.items() if v is not None}
+        )
+
+
+def load_settings(base_dir: Path) -> ClusterSettings | None:
+    """The settings a cluster was last started with, or None for a new cluster."""
+    path = base_dir / SETTINGS_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ClusterError(
+            f"cannot read the cluster settings in {path} ({exc}); fix or delete the "
+            "file (or run `tfyarn cluster stop --wipe`) and start again"
+        ) from exc
+    return ClusterSettings.from_dict(data)
+
+
+def save_settings(base_dir: Path, settings: ClusterSettings) -> None:
+    path = base_dir / SETTINGS_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(settings.to_dict(), indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)

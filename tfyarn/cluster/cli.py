@@ -1,0 +1,208 @@
+"""``tfyarn cluster start|stop|status|env``: the local cluster from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from typing import Any
+
+from tfyarn.cluster._settings import PORTS, ClusterSettings, load_settings
+from tfyarn.cluster.local import START_TIMEOUT_S, LocalCluster
+from tfyarn.errors import ClusterError
+
+_MEMORY = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_MEMORY_UNITS = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def parse_memory(text: str) -> int:
+    """``16384``, ``16g``, ``16 GiB`` or ``512m`` to MiB."""
+    match = _MEMORY.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"expected a memory size such as 16384 (MiB), 16g or 512MiB, got {text!r}"
+        )
+    return int(int(match.group(1)) * _MEMORY_UNITS[match.group(2).lower()])
+
+
+def parse_port(text: str) -> tuple[str, int]:
+    name, sep, value = text.partition("=")
+    if not sep or name not in PORTS or not value.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=PORT with NAME one of {', '.join(PORTS)}, got {text!r}"
+        )
+    return name, int(value)
+
+
+def add_commands(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "cluster",
+        help="run a real YARN + HDFS cluster on this machine",
+        description=(
+            "A single-machine Hadoop cluster (NameNode, DataNode, ResourceManager, "
+            "NodeManager on 127.0.0.1) for trying tfyarn and running its tests. "
+            'Typical use: `tfyarn cluster start && eval "$(tfyarn cluster env)"`.'
+        ),
+    )
+    commands = parser.add_subparsers(dest="cluster_command", metavar="COMMAND")
+    commands.required = True
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--base-dir",
+            help="where the cluster's config, data and logs live "
+            "(default: $TFYARN_CLUSTER_HOME or ~/.local/share/tfyarn/cluster)",
+        )
+
+    start = commands.add_parser(
+        "start",
+        help="start the cluster (fetches Hadoop on first use); a no-op if running",
+        description=(
+            "Start the local cluster and return once HDFS is out of safe mode and "
+            "the NodeManager is RUNNING. Options not given keep the values of the "
+            "previous start (defaults: 16 GiB, 16 vcores, 0 GPUs, Hadoop's ports)."
+        ),
+    )
+    common(start)
+    start.add_argument(
+        "--memory", type=parse_memory, help="memory the NodeManager offers (16g)"
+    )
+    start.add_argument("--vcores", type=int, help="vcores the NodeManager offers (16)")
+    start.add_argument(
+        "--gpus",
+        type=int,
+        help="count of yarn.io/gpu the NodeManager advertises; no real GPUs (0)",
+    )
+    start.add_argument(
+        "--port-offset", type=int, help="add this to every default port (0)"
+    )
+    start.add_argument(
+        "--port",
+        type=parse_port,
+        action="append",
+        metavar="NAME=PORT",
+        help=f"set one port ({', '.join(PORTS)}); repeatable",
+    )
+    start.add_argument(
+        "--timeout",
+        type=float,
+        default=START_TIMEOUT_S,
+        help=f"seconds to wait for the daemons to be ready ({START_TIMEOUT_S:.0f})",
+    )
+    start.set_defaults(func=_start)
+
+    stop = commands.add_parser("stop", help="stop every process of the cluster")
+    common(stop)
+    stop.add_argument(
+        "--wipe", action="store_true", help="also delete HDFS data, logs and config"
+    )
+    stop.set_defaults(func=_stop)
+
+    status = commands.add_parser(
+        "status",
+        help="processes, ports, node resources, web UIs, directories",
+        description="Exit code 0 when all four daemons run, 1 otherwise.",
+    )
+    common(status)
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(func=_status)
+
+    env = commands.add_parser(
+        "env",
+        help='shell exports for the cluster: eval "$(tfyarn cluster env)"',
+        description=(
+            "Print exports that put yarn, hdfs and hadoop on PATH and set "
+            "HADOOP_CONF_DIR, JAVA_HOME and SKEIN_DRIVER_JAVA_OPTIONS."
+        ),
+    )
+    common(env)
+    env.set_defaults(func=_env)
+
+
+def _requested_settings(
+    args: argparse.Namespace, cluster: LocalCluster
+) -> ClusterSettings:
+    base = load_settings(cluster.base_dir) or ClusterSettings()
+    ports = dict(base.ports)
+    ports.update(dict(args.port or []))
+    return base.replace(
+        memory_mb=args.memory,
+        vcores=args.vcores,
+        gpus=args.gpus,
+        port_offset=args.port_offset,
+        ports=ports,
+    )
+
+
+def _log(message: str) -> None:
+    # Progress only: a closed pipe (`... | head`) must not abort a start half-way.
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def _start(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(args.base_dir)
+    settings = _requested_settings(args, cluster)
+    began = time.monotonic()
+    status = cluster.start(settings, timeout=args.timeout, log=_log)
+    if status.already_running:
+        print(f"The local cluster in {cluster.base_dir} is already running.")
+    else:
+        print(f"Started the local cluster in {time.monotonic() - began:.0f} s.")
+    print(status.format())
+    print('\nNext: eval "$(tfyarn cluster env)"   # yarn, hdfs, skein use this cluster')
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(args.base_dir)
+    stopped = cluster.stop(wipe=args.wipe, log=_log)
+    if stopped:
+        print(f"Stopped {', '.join(stopped)}.")
+    else:
+        print(f"No local cluster was running in {cluster.base_dir}.")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(args.base_dir)
+    status = cluster.status()
+    if args.json:
+        print(json.dumps(_status_dict(status), indent=2, default=str))
+    else:
+        print(status.format())
+    return 0 if status.running else 1
+
+
+def _status_dict(status: Any) -> dict[str, Any]:
+    return {
+        "base_dir": str(status.base_dir),
+        "state": status.state,
+        "daemons": [
+            {"name": d.name, "pid": d.pid, "ports": d.ports, "log": str(d.log)}
+            for d in status.daemons
+        ],
+        "nodes": [vars(n) for n in status.nodes or []],
+        "hdfs": vars(status.hdfs) if status.hdfs else None,
+        "web_uis": status.web_uis,
+        "settings": status.settings.to_dict(),
+    }
+
+
+def _env(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(args.base_dir)
+    exports = cluster.shell_exports()
+    if not cluster.is_running():
+        _log(
+            f"Warning: the local cluster in {cluster.base_dir} is not running; "
+            "start it with `tfyarn cluster start`."
+        )
+    sys.stdout.write(exports)
+    return 0
+
+
+__all__ = ["ClusterError", "add_commands"]
