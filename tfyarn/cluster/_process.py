@@ -259,9 +259,9 @@ def port_owner(port: int) -> str:
             continue
         for line in lines:
             fields = line.split()
-            if len(fields) > 9 and fields[3] == "0A":  # LISTEN
-                if int(fields[1].rsplit(":", 1)[1], 16) == port:
-                    inodes.add(fields[9])
+            listening = len(fields) > 9 and fields[3] == "0A"
+            if listening and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
     if not inodes:
         return "another process"
     for entry in Path("/proc").iterdir():

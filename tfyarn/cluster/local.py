@@ -324,14 +324,14 @@ class LocalCluster:
 
         ports = settings.resolved_ports()
         started: dict[str, _process.subprocess.Popen[bytes]] = {}
+        to_start = [d for d in DAEMONS if pids[d.name] is None]
+        for daemon in to_start:  # all before any JVM starts: fail fast, leave nothing
+            _process.check_ports_free(daemon, ports)
         try:
             if pids["namenode"] is None:
                 self._format_if_needed(java_home, lib_dir, module_flags, log)
             env = self._daemon_env(java_home, module_flags)
-            for daemon in DAEMONS:
-                if pids[daemon.name] is not None:
-                    continue
-                _process.check_ports_free(daemon, ports)
+            for daemon in to_start:
                 command = _process.java_command(
                     daemon.main_class,
                     java_home=java_home,

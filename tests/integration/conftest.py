@@ -1,0 +1,60 @@
+"""Session fixtures for the integration tests: a real local YARN + HDFS cluster.
+
+``local_cluster`` (autouse) reuses the cluster in ``$TFYARN_CLUSTER_HOME`` (or
+the default base dir) when it runs, otherwise starts one from nothing
+(fetching Hadoop on a fresh machine) and stops it when the session ends. Either
+way the cluster's environment (HADOOP_CONF_DIR, JAVA_HOME, ``yarn``/``hdfs`` on
+PATH, skein's driver flags) is put into ``os.environ`` for the whole session.
+
+Set ``TFYARN_KEEP_CLUSTER=1`` to keep a cluster this session started running
+after it (handy for a quick edit-test loop).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tfyarn.cluster import ClusterSettings, LocalCluster, use_local_cluster
+
+# What a cluster started by the tests offers: enough for a 12-task job, and two
+# advertised GPUs so GPU scheduling can be tested on a CPU-only machine.
+TEST_SETTINGS = ClusterSettings(memory_mb=16384, vcores=16, gpus=2)
+
+
+def _log(message: str) -> None:
+    print(f"[local cluster] {message}", file=sys.stderr, flush=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def local_cluster() -> Iterator[LocalCluster]:
+    """The running local cluster, its environment in ``os.environ``."""
+    cluster = LocalCluster()
+    started = False
+    if not cluster.is_running():
+        _log(f"starting a local cluster in {cluster.base_dir} ...")
+        cluster.start(TEST_SETTINGS, log=_log)
+        started = True
+    saved = dict(os.environ)
+    use_local_cluster(cluster.base_dir, override=True)
+    try:
+        yield cluster
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        if started and os.environ.get("TFYARN_KEEP_CLUSTER") != "1":
+            _log("stopping the local cluster this session started ...")
+            cluster.stop(log=_log)
+
+
+@pytest.fixture(scope="session")
+def skein_client(local_cluster: LocalCluster) -> Iterator[Any]:
+    """A ``skein.Client`` (its own Java driver) talking to the local cluster."""
+    import skein
+
+    with skein.Client() as client:
+        yield client
