@@ -67,7 +67,7 @@ def test_tensorboard_logs_visible_during_training(base: str, tmp_path) -> None:
     with LogSync(remote, local_dir=str(tmp_path / "tb"), interval=0.5) as sync:
         writer = tf.summary.create_file_writer(sync.local_dir + "/train")
         with writer.as_default():
-            tf.summary.scalar("loss", 1.0, step=1)
+            tf.summary.write("loss", 1.0, step=1)
         writer.flush()
         deadline = time.monotonic() + 20
         seen = []
@@ -77,7 +77,7 @@ def test_tensorboard_logs_visible_during_training(base: str, tmp_path) -> None:
         assert seen and seen[0].size > 0  # live, before the end
         with writer.as_default():
             for s in range(2, 50):
-                tf.summary.scalar("loss", 1.0 / s, step=s)
+                tf.summary.write("loss", 1.0 / s, step=s)
         writer.close()
     final = fs.glob(remote + "/train/events.out.tfevents.*")
     local = list((tmp_path / "tb" / "train").iterdir())

