@@ -186,25 +186,29 @@ def _reap(pid: int) -> None:
         pass
 
 
-def _gone(pid: int) -> bool:
+def is_gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (reaping it if it is our child)."""
     _reap(pid)
     return not Path(f"/proc/{pid}").exists() or _is_zombie(pid)
 
 
 def terminate(pids: Iterable[int], *, grace: float = 20.0) -> list[int]:
     """SIGTERM, wait up to ``grace`` seconds, then SIGKILL. Returns the killed pids."""
-    pids = [p for p in pids if not _gone(p)]
+    pids = [p for p in pids if not is_gone(p)]
     for pid in pids:
         _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and not all(_gone(p) for p in pids):
+    while time.monotonic() < deadline and not all(is_gone(p) for p in pids):
         time.sleep(0.2)
-    killed = [p for p in pids if not _gone(p)]
+    killed = [p for p in pids if not is_gone(p)]
     for pid in killed:
         _signal(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not all(_gone(p) for p in killed):
+    while time.monotonic() < deadline and not all(is_gone(p) for p in killed):
         time.sleep(0.1)
+    time.sleep(0.05)
+    for pid in pids:  # one that turned zombie right after its last check
+        _reap(pid)
     return killed
 
 

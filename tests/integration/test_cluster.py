@@ -1,0 +1,338 @@
+"""The local cluster is a real Hadoop cluster: HDFS, YARN, logs, GPUs, lifecycle.
+
+Tests here use only Hadoop's command lines and plain skein (no tfyarn job
+code), so a failure points at the cluster. Lifecycle tests run a second
+cluster in a temporary base dir on other ports and never touch the shared one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import skein
+
+from tfyarn.cluster import ClusterSettings, LocalCluster, _process
+from tfyarn.errors import ClusterError
+
+pytestmark = [pytest.mark.yarn, pytest.mark.hdfs]
+
+
+def run(*argv: str, timeout: float = 120) -> str:
+    """Run a Hadoop command line from PATH; its stdout, or a failure with stderr."""
+    proc = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert proc.returncode == 0, (
+        f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
+    )
+    return proc.stdout
+
+
+def wait_for_end(client: Any, app_id: str, timeout: float = 180) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        report = client.application_report(app_id)
+        if report.state in ("FINISHED", "FAILED", "KILLED"):
+            return report
+        time.sleep(1)
+    client.kill_application(app_id)
+    pytest.fail(f"{app_id} did not end within {timeout} s (killed it)")
+
+
+def aggregated_logs(app_id: str, needle: str, timeout: float = 90) -> str:
+    """``yarn logs -applicationId`` once aggregation has uploaded ``needle``."""
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        proc = subprocess.run(
+            ["yarn", "logs", "-applicationId", app_id],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        text = proc.stdout
+        if needle in text:
+            return text
+        time.sleep(3)
+    pytest.fail(
+        f"{needle!r} never appeared in `yarn logs -applicationId {app_id}`:\n"
+        f"{text[-2000:]}"
+    )
+
+
+# -- HDFS ------------------------------------------------------------------
+
+
+@pytest.fixture
+def hdfs_tmp() -> Iterator[str]:
+    path = f"/tmp/tfyarn-cluster-test/{uuid.uuid4().hex[:10]}"
+    run("hdfs", "dfs", "-mkdir", "-p", path)
+    yield path
+    subprocess.run(
+        ["hdfs", "dfs", "-rm", "-r", "-f", "-skipTrash", path],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_file_round_trips_through_hdfs_cli_and_hdfs_native(
+    tmp_path: Path, hdfs_tmp: str
+) -> None:
+    import hdfs_native
+
+    # More than one 16 MiB block, so the DataNode really stores several blocks.
+    payload = os.urandom(20 * 2**20 + 123)
+    local = tmp_path / "in.bin"
+    local.write_bytes(payload)
+    run("hdfs", "dfs", "-put", str(local), f"{hdfs_tmp}/a.bin")
+    assert f"{hdfs_tmp}/a.bin" in run("hdfs", "dfs", "-ls", hdfs_tmp)
+
+    client = hdfs_native.Client()  # fs.defaultFS from $HADOOP_CONF_DIR
+    with client.read(f"{hdfs_tmp}/a.bin") as reader:
+        assert reader.read() == payload
+
+    with client.create(f"{hdfs_tmp}/b.txt") as writer:
+        writer.write(b"written by hdfs-native\n")
+    assert run("hdfs", "dfs", "-cat", f"{hdfs_tmp}/b.txt") == "written by hdfs-native\n"
+
+
+def test_dfsadmin_reports_one_live_datanode() -> None:
+    report = run("hdfs", "dfsadmin", "-report")
+    assert "Live datanodes (1)" in report
+    assert "Safe mode is ON" not in report
+
+
+# -- YARN ------------------------------------------------------------------
+
+
+def test_yarn_node_list_shows_the_node_with_its_resources(
+    local_cluster: LocalCluster,
+) -> None:
+    settings = local_cluster.settings()
+    out = run("yarn", "node", "-list", "-showDetails")
+    assert "Total Nodes:1" in out
+    assert "RUNNING" in out
+    expected = f"<memory:{settings.memory_mb}, vCores:{settings.vcores}"
+    if settings.gpus:
+        expected += f", yarn.io/gpu: {settings.gpus}>"
+    assert expected in out, out
+
+
+def test_status_reports_daemons_node_and_hdfs(local_cluster: LocalCluster) -> None:
+    status = local_cluster.status()
+    assert status.state == "running"
+    assert all(d.pid and Path(f"/proc/{d.pid}").exists() for d in status.daemons)
+    settings = local_cluster.settings()
+    assert status.nodes and status.nodes[0].state == "RUNNING"
+    assert status.nodes[0].memory_mb == settings.memory_mb
+    assert status.nodes[0].gpus == settings.gpus
+    assert status.hdfs is not None and status.hdfs.ready
+    text = status.format()
+    for daemon in status.daemons:
+        assert str(daemon.pid) in text
+
+
+def test_yarn_classpath_glob_lists_the_conf_dir_and_real_jars(
+    local_cluster: LocalCluster,
+) -> None:
+    entries = run("yarn", "classpath", "--glob").strip().split(":")
+    assert entries[0] == str(local_cluster.conf_dir)
+    jars = entries[1:]
+    assert len(jars) > 100
+    assert all(jar.endswith(".jar") and Path(jar).is_file() for jar in jars)
+    assert any("hadoop-yarn-client" in jar for jar in jars)
+
+
+def test_plain_skein_app_succeeds_and_its_output_is_in_yarn_logs(
+    skein_client: Any,
+) -> None:
+    marker = f"tfyarn-marker-{uuid.uuid4().hex[:8]}"
+    script = (
+        f"echo {marker}\n"
+        "python3 -c \"import sys, tfyarn; print('python=' + sys.executable)\"\n"
+    )
+    spec = skein.ApplicationSpec(
+        name="cluster-test-plain",
+        master=skein.Master(resources=skein.Resources(memory="256 MiB", vcores=1)),
+        services={
+            "echo": skein.Service(
+                resources=skein.Resources(memory="256 MiB", vcores=1), script=script
+            )
+        },
+    )
+    app_id = skein_client.submit(spec)
+    report = wait_for_end(skein_client, app_id)
+    assert (report.state, str(report.final_status)) == ("FINISHED", "SUCCEEDED"), (
+        report.diagnostics
+    )
+    logs = aggregated_logs(app_id, marker)
+    # Containers run the client's Python (the NodeManager's PATH), tfyarn importable.
+    assert f"python={Path(sys.executable).parent}" in logs
+
+    listed = run("yarn", "application", "-list", "-appStates", "FINISHED")
+    assert app_id in listed
+    assert "SUCCEEDED" in run("yarn", "application", "-status", app_id)
+
+
+def test_yarn_application_kill_ends_a_running_app(skein_client: Any) -> None:
+    spec = skein.ApplicationSpec(
+        name="cluster-test-kill",
+        master=skein.Master(
+            resources=skein.Resources(memory="256 MiB", vcores=1), script="sleep 600"
+        ),
+    )
+    app_id = skein_client.submit(spec)
+    deadline = time.monotonic() + 120
+    while skein_client.application_report(app_id).state != "RUNNING":
+        assert time.monotonic() < deadline, f"{app_id} never reached RUNNING"
+        time.sleep(1)
+    run("yarn", "application", "-kill", app_id)
+    report = wait_for_end(skein_client, app_id, timeout=60)
+    assert report.state == "KILLED"
+
+
+def _gpu_app(gpus: int) -> skein.ApplicationSpec:
+    return skein.ApplicationSpec(
+        name=f"cluster-test-gpu-{gpus}",
+        master=skein.Master(resources=skein.Resources(memory="256 MiB", vcores=1)),
+        services={
+            "gpu": skein.Service(
+                resources=skein.Resources(memory="256 MiB", vcores=1, gpus=gpus),
+                script="echo granted-gpus",
+            )
+        },
+    )
+
+
+@pytest.mark.gpu
+def test_gpu_request_within_what_is_advertised_is_granted(
+    local_cluster: LocalCluster, skein_client: Any
+) -> None:
+    gpus = local_cluster.settings().gpus
+    if gpus < 1:
+        pytest.skip("the running cluster advertises no GPUs (start it with --gpus 2)")
+    app_id = skein_client.submit(_gpu_app(gpus))
+    report = wait_for_end(skein_client, app_id)
+    assert str(report.final_status) == "SUCCEEDED", report.diagnostics
+    aggregated_logs(app_id, "granted-gpus")
+
+
+@pytest.mark.gpu
+def test_gpu_request_beyond_what_is_advertised_is_not_granted(
+    local_cluster: LocalCluster, skein_client: Any
+) -> None:
+    gpus = local_cluster.settings().gpus
+    app_id = skein_client.submit(_gpu_app(gpus + 1))
+    report = wait_for_end(skein_client, app_id)
+    assert str(report.final_status) == "FAILED"
+    assert "yarn.io/gpu" in report.diagnostics
+    assert "maximum allowed allocation" in report.diagnostics
+    logs = aggregated_logs(app_id, "application.master.log")
+    assert "granted-gpus" not in logs
+
+
+# -- Lifecycle, on a second cluster ----------------------------------------
+
+# Far from the shared cluster's ports (Hadoop's defaults) and below the
+# ephemeral range.
+SECOND_OFFSET = 11000
+
+
+@pytest.fixture
+def second_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = LocalCluster(tmp_path_factory.mktemp("second-cluster"))
+    yield cluster
+    cluster.stop(wipe=True)
+    assert not _process.strays(cluster.base_dir)
+
+
+def _own_processes(base_dir: Path) -> list[int]:
+    return _process.strays(base_dir)
+
+
+@pytest.mark.slow
+def test_second_cluster_start_is_idempotent_and_stop_leaves_nothing(
+    second_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    settings = ClusterSettings(
+        memory_mb=2048, vcores=4, gpus=1, port_offset=SECOND_OFFSET
+    )
+    first = second_cluster.start(settings, timeout=180)
+    assert first.running and not first.already_running
+    assert first.nodes and first.nodes[0].memory_mb == 2048
+    assert first.nodes[0].vcores == 4 and first.nodes[0].gpus == 1
+    pids = {d.name: d.pid for d in first.daemons}
+
+    again = second_cluster.start(timeout=60)
+    assert again.already_running
+    assert {d.name: d.pid for d in again.daemons} == pids
+
+    # Asking a running cluster for other settings is refused, not ignored.
+    with pytest.raises(ClusterError, match="other settings"):
+        second_cluster.start(settings.replace(memory_mb=4096))
+
+    # A third cluster on the same ports: the port is named, nothing is left over.
+    third = LocalCluster(tmp_path / "third")
+    with pytest.raises(ClusterError) as info:
+        third.start(settings, timeout=60)
+    message = str(info.value)
+    assert f"port {8020 + SECOND_OFFSET}" in message
+    assert "--port-offset" in message
+    assert not _own_processes(third.base_dir)
+
+    assert sorted(second_cluster.stop()) == sorted(
+        ["NameNode", "DataNode", "ResourceManager", "NodeManager"]
+    )
+    assert not _own_processes(second_cluster.base_dir)
+    assert all(pid and _process.is_gone(pid) for pid in pids.values())
+    assert second_cluster.status().state == "stopped"
+    assert (second_cluster.data_dir / "namenode").is_dir()  # kept without --wipe
+
+    second_cluster.stop(wipe=True)
+    assert not second_cluster.data_dir.exists()
+
+
+@pytest.mark.slow
+def test_a_daemon_dying_during_start_is_named_with_its_log(
+    second_cluster: LocalCluster,
+) -> None:
+    settings = ClusterSettings(memory_mb=2048, vcores=4, port_offset=SECOND_OFFSET)
+    # A real failure of a real daemon: a corrupt NameNode storage directory.
+    name_dir = second_cluster.data_dir / "namenode" / "current"
+    name_dir.mkdir(parents=True)
+    (name_dir / "VERSION").write_text("this is not a NameNode VERSION file\n")
+    with pytest.raises(ClusterError) as info:
+        second_cluster.start(settings, timeout=120)
+    message = str(info.value)
+    assert "NameNode exited during start" in message
+    assert str(_process.log_file(second_cluster.base_dir, "namenode")) in message
+    assert "--wipe" in message
+    assert not _own_processes(second_cluster.base_dir)
+
+
+def test_port_taken_error_names_port_and_holder(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        cluster = LocalCluster(tmp_path / "c")
+        settings = ClusterSettings(port_offset=SECOND_OFFSET, ports={"rm_web": port})
+        with pytest.raises(ClusterError) as info:
+            cluster.start(settings, timeout=60)
+    message = str(info.value)
+    assert f"port {port}" in message and "ResourceManager web UI" in message
+    assert f"pid {os.getpid()}" in message
+    assert not _own_processes(cluster.base_dir)
+    shutil.rmtree(tmp_path / "c", ignore_errors=True)
