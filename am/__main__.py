@@ -17,6 +17,8 @@ import socket
 import sys
 from typing import Any
 
+from grpc_health.v1 import health
+
 from am.launcher import Launcher
 from am.servicer import create_server, mark_serving
 from am.state import MASTER_KEY, JobState
@@ -31,10 +33,11 @@ async def serve(spec: JobSpec, launcher: Launcher, *, host: str) -> int:
     """Run the master for one job; return the process exit code."""
     cert, key = find_credentials()
     state = JobState(spec, launcher)
-    server, port = create_server(state, cert, key)
+    health_servicer = health.aio.HealthServicer()
+    server, port = create_server(state, cert, key, health_servicer=health_servicer)
     state.master_address = f"{host}:{port}"
     await server.start()
-    await mark_serving(server)
+    await mark_serving(health_servicer)
     log.info("tfyarn master serving on %s", state.master_address)
     await launcher.publish(MASTER_KEY, state.master_address)
     await _add_status_page(state, launcher, host)

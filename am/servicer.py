@@ -133,7 +133,12 @@ def _handlers(servicer: MasterServicer) -> dict[str, grpc.RpcMethodHandler]:
 
 
 def create_server(
-    state: JobState, cert: bytes, key: bytes, address: str = "0.0.0.0:0"
+    state: JobState,
+    cert: bytes,
+    key: bytes,
+    address: str = "0.0.0.0:0",
+    *,
+    health_servicer: health.aio.HealthServicer | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Build (not start) the master's server with mutual TLS; return it and its port.
 
@@ -156,20 +161,19 @@ def create_server(
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(SERVICE, handlers),)
     )
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    health_pb2_grpc.add_HealthServicer_to_server(
+        health_servicer or health.aio.HealthServicer(), server
+    )
     credentials = grpc.ssl_server_credentials(
         [(key, cert)], root_certificates=cert, require_client_auth=True
     )
     port = server.add_secure_port(address, credentials)
     if not port:
         raise OSError(f"the tfyarn master could not bind {address}")
-    server.health = health_servicer  # type: ignore[attr-defined]
     return server, port
 
 
-async def mark_serving(server: grpc.aio.Server) -> None:
+async def mark_serving(health_servicer: health.aio.HealthServicer) -> None:
     """Tell the health service the master (and tfyarn.Master) is up."""
-    servicer = server.health  # type: ignore[attr-defined]
     for name in ("", SERVICE):
-        await servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)

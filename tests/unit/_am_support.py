@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import skein
+from grpc_health.v1 import health
 
 from am.launcher import FakeLauncher
 from am.servicer import create_server, mark_serving
@@ -64,10 +65,13 @@ class LiveMaster:
     async def _serve(self) -> None:
         cert, key = self.credentials
         self.state = JobState(self.spec, self.launcher, tick=self.tick)
-        server, port = create_server(self.state, cert, key, "127.0.0.1:0")
+        health_servicer = health.aio.HealthServicer()
+        server, port = create_server(
+            self.state, cert, key, "127.0.0.1:0", health_servicer=health_servicer
+        )
         self.address = self.state.master_address = f"127.0.0.1:{port}"
         await server.start()
-        await mark_serving(server)
+        await mark_serving(health_servicer)
         self._ready.set()
         try:
             self.outcome = await self.state.run()
