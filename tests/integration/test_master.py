@@ -15,6 +15,7 @@ import re
 import sys
 import textwrap
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,9 @@ seen = {
     "nm_host": os.environ.get("NM_HOST"),
 }
 app.kv[f"seen.{role}:{index}"] = json.dumps(seen).encode()
+if role == "worker":
+    import tfyarn
+    tfyarn.report_progress(5 + index, loss=0.25, total_steps=10)
 fail = os.environ.get("FAIL_TASK")
 if fail == f"{role}:{index}":
     print("about to fail: the input is corrupt", file=sys.stderr, flush=True)
@@ -187,6 +191,31 @@ def test_cluster_forms_tf_config_is_right_and_lead_success_ends_the_job(
         friend.Heartbeat(
             pb.HeartbeatRequest(task=pb.TaskKey(role="worker", index=1)), timeout=10
         )
+
+        # report_progress from the scripts reaches the status, and the lead's
+        # step/total_steps YARN's progress bar.
+        deadline = time.monotonic() + 30
+        while True:
+            status = json.loads(app.kv["tfyarn.status"])
+            steps = {t["task"]: t["step"] for t in status["tasks"]}
+            if steps["worker:0"] == 5 and steps["worker:1"] == 6:
+                break
+            assert time.monotonic() < deadline, steps
+            time.sleep(0.5)
+        assert {t["task"]: t["metrics"] for t in status["tasks"]}["worker:1"] == {
+            "loss": 0.25,
+            "total_steps": 10.0,
+        }
+        deadline = time.monotonic() + 60
+        while yarn.application_report(app_id).progress < 0.5:
+            assert time.monotonic() < deadline, "YARN progress never followed"
+            time.sleep(1)
+
+        # The status page behind YARN's tracking URL (skein's web UI proxy).
+        page = app.ui.get_pages()["tfyarn"]
+        with urllib.request.urlopen(page.address, timeout=10) as response:
+            html = response.read().decode()
+        assert "tfyarn job: RUNNING" in html and "worker:1" in html
 
         app.kv["test.go"] = b"1"  # release the lead task
         report = final_report(yarn, app_id, timeout=120)
