@@ -191,9 +191,14 @@ def _yarn_errors(app_id: str | None = None) -> Iterator[None]:
 
     try:
         yield
-    except skein.exceptions.SkeinError as exc:
+    # skein maps gRPC INVALID_ARGUMENT / NOT_FOUND to ValueError / KeyError.
+    except (skein.exceptions.SkeinError, ValueError, KeyError) as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-        if app_id and ("doesn't exist" in text or "not found" in text.lower()):
+        lowered = text.lower()
+        if app_id and any(
+            s in lowered
+            for s in ("doesn't exist", "not found", "unknown applicationid")
+        ):
             raise TfyarnError(
                 f"no application {app_id} on this cluster; `tfyarn list --all` "
                 "shows the known ones"

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tfyarn import client
 from tfyarn.errors import JobFailedError, TfyarnError
 
@@ -29,14 +27,6 @@ SMALL = {
     "am_memory": "512 MiB",
 }
 ACCURACY = re.compile(r"^accuracy=([0-9.]+)\s*$", re.MULTILINE)
-
-
-def connect_or_fail() -> Any:
-    """A skein client to the local cluster; fail (not skip) when there is none."""
-    try:
-        return client.connect()
-    except TfyarnError as exc:
-        pytest.fail(f"integration tests need the local cluster: {exc}")
 
 
 @dataclass

@@ -6,21 +6,20 @@ job's logs), not only the exit code.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import EXAMPLES, accuracy_from, connect_or_fail, running_job
+from helpers import EXAMPLES, accuracy_from, running_job
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
 MIN_ACCURACY = 0.9
 
 
-@pytest.fixture(scope="module")
-def yarn() -> Iterator[Any]:
-    with connect_or_fail() as c:
-        yield c
+@pytest.fixture
+def yarn(skein_client: Any) -> Any:
+    """The session's skein client (tests/integration/conftest.py)."""
+    return skein_client
 
 
 def test_ps_strategy_with_coordinating_chief(yarn: Any) -> None:

@@ -94,9 +94,8 @@ class FakeYarn:
 
     def application_report(self, app_id: str) -> Report:
         if app_id != APP_ID:
-            import skein
-
-            raise skein.exceptions.SkeinError(f"Application {app_id} doesn't exist")
+            # what skein 0.8.2 raises for an unknown id
+            raise ValueError(f"Unknown ApplicationId '{app_id}'")
         report = self.reports[0] if len(self.reports) == 1 else self.reports.pop(0)
         if self.killed:
             return Report(
