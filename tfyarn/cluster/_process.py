@@ -300,10 +300,20 @@ def check_ports_free(daemon: Daemon, ports: Mapping[str, int]) -> None:
             )
 
 
-def log_excerpt(path: Path, *, lines: int = 8) -> str:
-    """The last ERROR/FATAL/exception lines of a log, for an error message."""
+def log_size(path: Path) -> int:
     try:
-        text = path.read_text(errors="replace").splitlines()
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def log_excerpt(path: Path, *, lines: int = 8, since: int = 0) -> str:
+    """The last ERROR/FATAL/exception lines of a log after byte ``since``, for an
+    error message (logs are appended to across starts)."""
+    try:
+        with open(path, "rb") as stream:
+            stream.seek(since if since <= log_size(path) else 0)
+            text = stream.read().decode(errors="replace").splitlines()
     except OSError:
         return ""
     keys = (" ERROR ", " FATAL ", "Exception", "Error:", "Caused by")

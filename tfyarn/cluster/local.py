@@ -124,6 +124,8 @@ class LocalCluster:
         self.base_dir = (
             Path(base_dir).expanduser().resolve() if base_dir else default_base_dir()
         )
+        # Where each daemon's log stood when this object started it.
+        self._log_offsets: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"LocalCluster(base_dir={str(self.base_dir)!r})"
@@ -342,6 +344,9 @@ class LocalCluster:
                     log_name=daemon.name,
                 )
                 log(f"Starting {daemon.title} ...")
+                self._log_offsets[daemon.name] = _process.log_size(
+                    _process.log_file(self.base_dir, daemon.name)
+                )
                 started[daemon.name] = _process.spawn(
                     daemon, command, base_dir=self.base_dir, env=env
                 )
@@ -478,7 +483,10 @@ class LocalCluster:
         logfile = _process.log_file(self.base_dir, daemon.name)
         out = _process.out_file(self.base_dir, daemon.name)
         code = f" with exit code {proc.returncode}" if proc is not None else ""
-        excerpt = _process.log_excerpt(logfile) or _process.log_excerpt(out)
+        since = self._log_offsets.get(daemon.name, 0)
+        excerpt = _process.log_excerpt(logfile, since=since) or _process.log_excerpt(
+            out
+        )
         return (
             f"the {daemon.title} exited during start{code}. Last errors:\n    "
             f"{excerpt or '(nothing logged)'}\n"

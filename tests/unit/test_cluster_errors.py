@@ -1,0 +1,224 @@
+"""Every way a local cluster start can fail gives one actionable paragraph.
+
+Missing tools and an unreachable Maven Central are simulated with PATH and a
+fake ``mvn``; ports with a real listening socket; no JVM is started.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections import namedtuple
+from pathlib import Path
+
+import pytest
+
+from tfyarn.cli import main
+from tfyarn.cluster import LocalCluster, _hadoop, _process, local
+from tfyarn.cluster._process import DAEMONS_BY_NAME
+from tfyarn.cluster._settings import ClusterSettings
+from tfyarn.errors import ClusterError
+
+
+def fake_tool(directory: Path, name: str, body: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_no_java_says_install_or_set_java_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ClusterError) as info:
+        _hadoop.find_java_home()
+    message = str(info.value)
+    assert "no Java found" in message
+    assert "JAVA_HOME" in message and "tfyarn cluster start" in message
+
+
+def test_java_home_without_java_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojdk"))
+    with pytest.raises(ClusterError, match=r"JAVA_HOME=.*nojdk has no bin/java"):
+        _hadoop.find_java_home()
+
+
+def test_java_8_gets_no_add_opens_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_tool(
+        tmp_path / "jdk8" / "bin", "java", "echo 'java version \"1.8.0_392\"' >&2\n"
+    )
+    assert _hadoop.java_major_version(tmp_path / "jdk8") == 8
+    assert _hadoop.java_module_flags(tmp_path / "jdk8") == ()
+
+
+@pytest.fixture
+def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TFYARN_CACHE_DIR", str(cache))
+    return cache
+
+
+def test_no_maven_says_install_it(
+    fresh_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(ClusterError) as info:
+        _hadoop.fetch_hadoop(log=lambda _: None)
+    message = str(info.value)
+    assert "no `mvn` on PATH" in message
+    assert "apt-get install maven" in message
+
+
+def test_unreachable_maven_central_names_the_log_and_the_cure(
+    fresh_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_tool(
+        tmp_path / "bin",
+        "mvn",
+        'echo "[ERROR] Failed to execute goal on project x: Could not transfer '
+        "artifact org.apache.hadoop:hadoop-common:pom:3.4.3 from/to central: "
+        'Unknown host repo.example"\nexit 1\n',
+    )
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    with pytest.raises(ClusterError) as info:
+        _hadoop.fetch_hadoop(log=lambda _: None)
+    message = str(info.value)
+    assert "unreachable" in message
+    assert str(_hadoop.install_dir() / "mvn.log") in message
+    assert "Could not transfer artifact" in message
+    assert not _hadoop.is_fetched()
+    # No half-fetched jars are left to be mistaken for a complete download.
+    assert not _hadoop.lib_dir().exists()
+
+
+def test_other_maven_failure_is_not_blamed_on_the_network(
+    fresh_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_tool(
+        tmp_path / "bin",
+        "mvn",
+        'echo "[ERROR] Non-resolvable parent POM"\nexit 1\n',
+    )
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    with pytest.raises(ClusterError) as info:
+        _hadoop.fetch_hadoop(log=lambda _: None)
+    assert "unreachable" not in str(info.value)
+    assert "Non-resolvable parent POM" in str(info.value)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_taken_port_names_port_purpose_holder_and_way_out() -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        # The NodeManager's other ports: free ones, whatever else runs here.
+        ports = {name: free_port() for name in ("nm", "nm_localizer")}
+        ports["nm_web"] = port
+        with pytest.raises(ClusterError) as info:
+            _process.check_ports_free(DAEMONS_BY_NAME["nodemanager"], ports)
+    message = str(info.value)
+    assert f"port {port}" in message
+    assert "NodeManager web UI" in message
+    assert f"pid {os.getpid()}" in message
+    assert "--port-offset" in message and "--port nm_web=PORT" in message
+
+
+def test_a_free_port_is_free() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert not _process.port_in_use(port)
+
+
+def test_full_disk_is_refused_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(
+        local.shutil, "disk_usage", lambda _: usage(10 << 30, 10 << 30, 100 << 20)
+    )
+    with pytest.raises(ClusterError) as info:
+        LocalCluster(tmp_path).start(ClusterSettings())
+    message = str(info.value)
+    assert "only 100 MiB free" in message
+    assert "--base-dir" in message
+
+
+def test_daemon_death_shows_only_this_starts_errors(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path)
+    log = _process.log_file(tmp_path, "resourcemanager")
+    log.parent.mkdir(parents=True)
+    log.write_text("2026 ERROR old: an error from yesterday's run\n")
+    cluster._log_offsets["resourcemanager"] = _process.log_size(log)
+    with open(log, "a") as stream:
+        stream.write(
+            "2026 INFO starting\n2026 ERROR rm: Error starting ResourceManager\n"
+        )
+    message = cluster._died_message(DAEMONS_BY_NAME["resourcemanager"], None)
+    assert "ResourceManager exited during start" in message
+    assert "Error starting ResourceManager" in message
+    assert "yesterday" not in message
+    assert str(log) in message
+
+
+def test_not_ready_in_time_names_what_is_missing_and_the_logs(tmp_path: Path) -> None:
+    from tfyarn.cluster._probe import HdfsHealth, NodeReport
+
+    cluster = LocalCluster(tmp_path)
+    hdfs = HdfsHealth("Safe mode is ON. Resources are low", 1, 0, 0)
+    nodes = [NodeReport("localhost:8041", "UNHEALTHY", 1, 1, 0, 0, 0, "disks bad")]
+    message = cluster._timeout_message(30, hdfs, nodes)
+    assert "not ready after 30 s" in message
+    assert "Safe mode is ON" in message
+    assert "UNHEALTHY" in message and "disks bad" in message
+    assert str(_process.log_file(tmp_path, "nodemanager")) in message
+
+
+# -- the command line --------------------------------------------------------
+
+
+def test_status_of_a_cluster_never_started_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cluster", "status", "--base-dir", str(tmp_path)]) == 1
+    assert "stopped" in capsys.readouterr().out
+
+
+def test_env_before_any_start_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cluster", "env", "--base-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Error: no local cluster has been set up")
+
+
+def test_stop_with_nothing_running_succeeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cluster", "stop", "--base-dir", str(tmp_path)]) == 0
+    assert "No local cluster was running" in capsys.readouterr().out
+
+
+def test_bad_port_option_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["cluster", "start", "--base-dir", str(tmp_path), "--port", "web=1"])
+    assert info.value.code == 2
+
+
+def test_strays_finds_nothing_for_an_unused_base_dir(tmp_path: Path) -> None:
+    assert _process.strays(tmp_path) == []
+    shutil.rmtree(tmp_path, ignore_errors=True)
