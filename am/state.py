@@ -160,8 +160,9 @@ class Task:
         parts = [f"attempt {self.attempt}"]
         if self.yarn_container_id:
             parts.append(self.yarn_container_id)
-        if self.node:
-            parts.append(f"on {self.node.split(':')[0]}")
+        host = self.host or (self.node or "").split(":")[0]
+        if host:
+            parts.append(f"on {host}")
         return ", ".join(parts)
 
 

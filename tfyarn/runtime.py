@@ -13,6 +13,7 @@ address from the master's ``add_container``.
 from __future__ import annotations
 
 import collections
+import ctypes
 import logging
 import os
 import signal
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -236,9 +237,17 @@ class Runtime:
         command = [sys.executable, "-u", str(script), *args]
         log.info("%s starts: %s", self.ctx.key, " ".join(command))
         # Same process group as us: when YARN kills the container's group, the
-        # script goes too and is never orphaned.
+        # script goes too. And if this runtime is killed alone (SIGKILL), the
+        # kernel kills the script (PDEATHSIG): an orphan would keep the port
+        # and the TF server alive behind the master's back.
         child = subprocess.Popen(
-            command, env=env, cwd=self.workdir, stderr=subprocess.PIPE
+            command,
+            env=env,
+            cwd=self.workdir,
+            stderr=subprocess.PIPE,
+            # Safe enough with our threads running: the hook makes one syscall
+            # through a function resolved before the fork, and nothing else.
+            preexec_fn=_die_with_parent(),  # noqa: PLW1509
         )
         tee = threading.Thread(target=self._tee_stderr, args=(child,), daemon=True)
         tee.start()
@@ -377,6 +386,20 @@ class Runtime:
                         self.spec.stop_grace,
                     )
                     return
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn asking Linux to SIGKILL the child when this process dies."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: no such guard
+        return None
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:  # runs between fork and exec: keep it trivial
+        prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+    return preexec
 
 
 def _signal(child: subprocess.Popen[bytes], sig: int) -> None:

@@ -218,3 +218,48 @@ def test_sigterm_reaches_the_script_and_the_end_is_reported(
     assert phase is Phase.FAILED
     assert "worker:0" in diagnostics and "exited with code 7" in diagnostics
     assert "checkpointing" in diagnostics
+
+
+def test_script_dies_with_a_sigkilled_runtime(
+    credentials: tuple[bytes, bytes], tmp_path: Path
+) -> None:
+    """No orphan keeps the task's port when its runtime is killed alone."""
+    import os
+    import signal
+    import subprocess
+
+    spec = job(tasks={"worker": 1})
+    (tmp_path / spec.script_name).write_text(
+        "import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n"
+    )
+    (tmp_path / ".skein.crt").write_bytes(credentials[0])
+    (tmp_path / ".skein.pem").write_bytes(credentials[1])
+    master = LiveMaster(spec, credentials).start()
+    master.grant_all()
+    env = {**os.environ, **task_env(spec, master, "worker", 0)}
+    env["PATH"] = os.environ["PATH"]
+    task = subprocess.Popen(
+        [sys.executable, "-m", "tfyarn.runtime"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert task.stdout is not None
+    script_pid = int(task.stdout.readline())
+    task.send_signal(signal.SIGKILL)
+    task.wait(10)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.kill(script_pid, 0)
+        except ProcessLookupError:
+            break
+        with open(f"/proc/{script_pid}/stat") as stat:  # a zombie is dead too
+            if stat.read().split()[2] == "Z":
+                break
+        assert time.monotonic() < deadline, "the script outlived its runtime"
+        time.sleep(0.1)
+    master.call(lambda: master.state.request_kill("test over"))
+    master.wait_done()
