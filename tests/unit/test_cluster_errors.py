@@ -99,6 +99,29 @@ def test_unreachable_maven_central_names_the_log_and_the_cure(
     assert not _hadoop.lib_dir().exists()
 
 
+def test_real_maven_with_a_dead_repository_is_reported_unreachable(
+    fresh_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Real Maven, empty local repository, every download sent to a closed port
+    # on loopback: what a machine without network sees.
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        pytest.skip("no Maven on this machine")
+    settings = tmp_path / "settings.xml"
+    settings.write_text(
+        "<settings><mirrors><mirror><id>dead</id><mirrorOf>*</mirrorOf>"
+        "<url>http://127.0.0.1:1/maven2</url></mirror></mirrors></settings>"
+    )
+    fake_tool(tmp_path / "bin", "mvn", f'exec {mvn} -s {settings} "$@"\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("MAVEN_OPTS", f"-Dmaven.repo.local={tmp_path / 'repo'}")
+    with pytest.raises(ClusterError) as info:
+        _hadoop.fetch_hadoop(log=lambda _: None, timeout=120)
+    message = str(info.value)
+    assert "unreachable" in message
+    assert "mvn.log" in message
+
+
 def test_other_maven_failure_is_not_blamed_on_the_network(
     fresh_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

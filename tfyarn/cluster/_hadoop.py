@@ -224,7 +224,10 @@ def _extract_webapps(jars: Path, dest: Path) -> None:
 
 
 _NETWORK_HINTS = (
-    "Could not transfer artifact",
+    "Could not transfer",  # artifact or metadata
+    "transfer failed for",
+    # With no network the dependency plugin itself cannot be resolved:
+    "No plugin found for prefix",
     "Unknown host",
     "UnknownHostException",
     "Connection refused",
