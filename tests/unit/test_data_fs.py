@@ -98,3 +98,29 @@ def test_error_classes_match_builtins() -> None:
     assert type(other) is HdfsError and "disk on fire" in str(other)
     refused = _fs._mapped_error("ls", "hdfs://nn/x", OSError("Connection refused"))
     assert isinstance(refused, ConnectionError)
+
+
+def test_stuck_call_does_not_block_interpreter_exit(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import time\n"
+        "from tfyarn.data import fs\n"
+        "f = fs.HdfsFileSystem('hdfs', '127.0.0.1:1', timeout=0.3)\n"
+        "f._get_client = lambda: object()\n"
+        "try:\n"
+        "    f._call('stat', 'hdfs://x/y', lambda c: time.sleep(60))\n"
+        "except fs.HdfsError as e:\n"
+        "    print('deadline ok')\n"
+    )
+    start = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    assert "deadline ok" in out.stdout
+    assert time.monotonic() - start < 20  # not the 60 s of the stuck call

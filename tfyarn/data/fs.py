@@ -19,7 +19,6 @@ has a deadline, so a wrong address fails fast instead of hanging.
 
 from __future__ import annotations
 
-import concurrent.futures
 import errno
 import fnmatch
 import glob as _glob
@@ -338,11 +337,9 @@ class HdfsFileSystem(FileSystem):
     def _call(self, op: str, url: str, fn: Callable[[Any], T]) -> T:
         """Run one client call with a deadline, mapping errors to HdfsError."""
         client = self._get_client()
-        pool = _executor()
-        future = pool.submit(fn, client)
         try:
-            return future.result(timeout=self.timeout)
-        except concurrent.futures.TimeoutError as exc:
+            return _with_deadline(lambda: fn(client), self.timeout)
+        except TimeoutError as exc:
             raise NameNodeUnreachableError(
                 f"HDFS {op} of {url} did not answer within {self.timeout:g} s: the "
                 f"NameNode for {self.prefix or 'fs.defaultFS'} is unreachable or "
@@ -519,20 +516,31 @@ class _HdfsWriter(io.RawIOBase):
             super().close()
 
 
-_EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
-_EXECUTOR_LOCK = threading.Lock()
+def _with_deadline(fn: Callable[[], T], timeout: float) -> T:
+    """``fn()`` in a daemon thread; ``TimeoutError`` if it takes longer.
 
+    A daemon thread, not a pool: a call stuck in the client must neither
+    delay the caller past the deadline nor keep the interpreter from exiting
+    (ThreadPoolExecutor joins its threads at exit).
+    """
+    outcome: list[Any] = []
+    done = threading.Event()
 
-def _executor() -> concurrent.futures.ThreadPoolExecutor:
-    # Daemon-ish pool for deadline-bounded calls: a call stuck in the client
-    # keeps one thread, but the caller gets its error on time.
-    global _EXECUTOR
-    with _EXECUTOR_LOCK:
-        if _EXECUTOR is None:
-            _EXECUTOR = concurrent.futures.ThreadPoolExecutor(
-                max_workers=8, thread_name_prefix="tfyarn-hdfs"
-            )
-        return _EXECUTOR
+    def target() -> None:
+        try:
+            outcome.append((True, fn()))
+        except BaseException as exc:  # noqa: BLE001 (re-raised in the caller)
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="tfyarn-hdfs-call", daemon=True).start()
+    if not done.wait(timeout):
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value
 
 
 def _env_timeout() -> float:
