@@ -124,3 +124,19 @@ def test_stuck_call_does_not_block_interpreter_exit(tmp_path) -> None:
     )
     assert "deadline ok" in out.stdout
     assert time.monotonic() - start < 20  # not the 60 s of the stuck call
+
+
+def test_silent_namenode_hits_the_deadline(monkeypatch) -> None:
+    import socket
+
+    # Accepts TCP connections (the kernel does) but never answers an RPC.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        port = server.getsockname()[1]
+        monkeypatch.setenv("TFYARN_HDFS_TIMEOUT", "2")
+        fs = _fs.HdfsFileSystem("hdfs", f"127.0.0.1:{port}")
+        start = time.monotonic()
+        with pytest.raises(HdfsError, match=r"did not answer within 2 s"):
+            fs.info(f"hdfs://127.0.0.1:{port}/x")
+        assert time.monotonic() - start < 10
