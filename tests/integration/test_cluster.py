@@ -7,6 +7,7 @@ cluster in a temporary base dir on other ports and never touch the shared one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -262,6 +263,20 @@ def _own_processes(base_dir: Path) -> list[int]:
     return _process.strays(base_dir)
 
 
+@contextlib.contextmanager
+def skein_client_for(cluster: LocalCluster) -> Iterator[Any]:
+    """A skein client whose driver talks to ``cluster``, not the shared one."""
+    saved = dict(os.environ)
+    os.environ.update(cluster.env_vars())
+    try:
+        client = skein.Client()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    with client:
+        yield client
+
+
 @pytest.mark.slow
 def test_second_cluster_start_is_idempotent_and_stop_leaves_nothing(
     second_cluster: LocalCluster, tmp_path: Path
@@ -291,6 +306,27 @@ def test_second_cluster_start_is_idempotent_and_stop_leaves_nothing(
     assert f"port {8020 + SECOND_OFFSET}" in message
     assert "--port-offset" in message
     assert not _own_processes(third.base_dir)
+
+    # A container still running when the cluster stops must not outlive it.
+    with skein_client_for(second_cluster) as client:
+        app_id = client.submit(
+            skein.ApplicationSpec(
+                name="cluster-test-stray",
+                master=skein.Master(
+                    resources=skein.Resources(memory="256 MiB", vcores=1),
+                    script="sleep 600",
+                ),
+            )
+        )
+        deadline = time.monotonic() + 120
+        while client.application_report(app_id).state != "RUNNING":
+            assert time.monotonic() < deadline, f"{app_id} never reached RUNNING"
+            time.sleep(1)
+    daemons = set(pids.values())
+    containers = [
+        p for p in _own_processes(second_cluster.base_dir) if p not in daemons
+    ]
+    assert containers, "the running container's processes were not found"
 
     assert sorted(second_cluster.stop()) == sorted(
         ["NameNode", "DataNode", "ResourceManager", "NodeManager"]

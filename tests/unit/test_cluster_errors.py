@@ -181,6 +181,24 @@ def test_full_disk_is_refused_before_anything_starts(
     assert "--base-dir" in message
 
 
+def test_namenode_safe_mode_for_low_disk_is_explained(tmp_path: Path) -> None:
+    from tfyarn.cluster._probe import HdfsHealth
+
+    cluster = LocalCluster(tmp_path)
+    hdfs = HdfsHealth(
+        "Resources are low on NN. Please add or free up more resources then turn "
+        "off safe mode manually.",
+        1,
+        0,
+        0,
+    )
+    assert local._LOW_RESOURCES in hdfs.safe_mode
+    message = cluster._disk_full_message(hdfs)
+    assert "too full" in message
+    assert str(_process.log_file(tmp_path, "namenode")) in message
+    assert "--base-dir" in message
+
+
 def test_daemon_death_shows_only_this_starts_errors(tmp_path: Path) -> None:
     cluster = LocalCluster(tmp_path)
     log = _process.log_file(tmp_path, "resourcemanager")

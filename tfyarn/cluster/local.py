@@ -25,6 +25,9 @@ from tfyarn.cluster._settings import (
 from tfyarn.errors import ClusterError
 
 START_TIMEOUT_S = 240.0
+# What the NameNode's safe-mode status says when its disk is too full
+# (FSNamesystem: "Resources are low on NN. Please add or free up more resources...").
+_LOW_RESOURCES = "Resources are low on NN"
 MIN_FREE_DISK_BYTES = 1 << 30
 Log = Callable[[str], None]
 
@@ -455,14 +458,8 @@ class LocalCluster:
                     raise ClusterError(self._died_message(daemon, proc))
             if hdfs is None or not hdfs.ready:
                 hdfs = _probe.hdfs_health(ports["namenode_http"])
-                if hdfs is not None and "low on available disk space" in hdfs.safe_mode:
-                    raise ClusterError(
-                        "HDFS stays in safe mode because the disk is too full: "
-                        f"{hdfs.safe_mode.strip()} NameNode log: "
-                        f"{_process.log_file(self.base_dir, 'namenode')}. Free disk "
-                        "space under "
-                        f"{self.base_dir}, or use another --base-dir."
-                    )
+                if hdfs is not None and _LOW_RESOURCES in hdfs.safe_mode:
+                    raise ClusterError(self._disk_full_message(hdfs))
             if hdfs is not None and hdfs.ready and not hdfs_logged:
                 log("HDFS is up (out of safe mode, DataNode live).")
                 hdfs_logged = True
@@ -476,6 +473,16 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 raise ClusterError(self._timeout_message(timeout, hdfs, nodes))
             time.sleep(0.5)
+
+    def _disk_full_message(self, hdfs: _probe.HdfsHealth) -> str:
+        return (
+            "HDFS stays in safe mode because the disk holding "
+            f"{self.data_dir} is too full (the NameNode says: "
+            f"{hdfs.safe_mode.strip()[:200]}). NameNode log: "
+            f"{_process.log_file(self.base_dir, 'namenode')}. Free disk space there "
+            "and run `tfyarn cluster stop` and `tfyarn cluster start`, or start a "
+            "cluster elsewhere with `--base-dir DIR`."
+        )
 
     def _died_message(
         self, daemon: Daemon, proc: subprocess.Popen[bytes] | None
