@@ -13,16 +13,17 @@ address from the master's ``add_container``.
 from __future__ import annotations
 
 import collections
-import ctypes
+import functools
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -238,16 +239,15 @@ class Runtime:
         log.info("%s starts: %s", self.ctx.key, " ".join(command))
         # Same process group as us: when YARN kills the container's group, the
         # script goes too. And if this runtime is killed alone (SIGKILL), the
-        # kernel kills the script (PDEATHSIG): an orphan would keep the port
-        # and the TF server alive behind the master's back.
+        # kernel kills the script (PDEATHSIG, set by setpriv before exec): an
+        # orphan would keep the port and the TF server alive behind the
+        # master's back. (Not a preexec_fn: forking a process that runs gRPC
+        # aborts the child in gRPC's fork handlers.)
         child = subprocess.Popen(
-            command,
+            [*_die_with_parent(), *command],
             env=env,
             cwd=self.workdir,
             stderr=subprocess.PIPE,
-            # Safe enough with our threads running: the hook makes one syscall
-            # through a function resolved before the fork, and nothing else.
-            preexec_fn=_die_with_parent(),  # noqa: PLW1509
         )
         tee = threading.Thread(target=self._tee_stderr, args=(child,), daemon=True)
         tee.start()
@@ -388,18 +388,19 @@ class Runtime:
                     return
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    """A preexec_fn asking Linux to SIGKILL the child when this process dies."""
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):  # not Linux: no such guard
-        return None
-    pr_set_pdeathsig = 1
-
-    def preexec() -> None:  # runs between fork and exec: keep it trivial
-        prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-    return preexec
+@functools.cache
+def _die_with_parent() -> tuple[str, ...]:
+    """A command prefix that makes Linux SIGKILL the command when we die."""
+    setpriv = shutil.which("setpriv")  # util-linux
+    if setpriv is None:
+        log.warning("setpriv not found: the script may outlive a killed runtime")
+        return ()
+    probe = subprocess.run(
+        [setpriv, "--help"], capture_output=True, text=True, check=False
+    )
+    if "--pdeathsig" not in probe.stdout:
+        return ()
+    return (setpriv, "--pdeathsig", "KILL", "--")
 
 
 def _signal(child: subprocess.Popen[bytes], sig: int) -> None:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import re
+import signal
 import sys
 import textwrap
 import time
@@ -47,6 +49,7 @@ seen = {
     "reuse_port": os.environ.get("TF_GRPC_REUSE_PORT"),
     "port": os.environ.get("TFYARN_PORT"),
     "nm_host": os.environ.get("NM_HOST"),
+    "runtime_pid": os.getppid(),
 }
 app.kv[f"seen.{role}:{index}"] = json.dumps(seen).encode()
 if role == "worker":
@@ -286,6 +289,25 @@ def test_twelve_tasks_on_one_node_hold_distinct_ports(
         app.kv["test.go"] = b"1"
         report = final_report(yarn, app_id, timeout=180)
     assert str(report.final_status) == "SUCCEEDED", report.diagnostics
+
+
+def test_container_that_dies_without_reporting_fails_the_job(
+    yarn: Any, tmp_path: Path
+) -> None:
+    """SIGKILL a task's runtime (as the OOM killer would): the task is LOST."""
+    spec = job(tmp_path, {"ps": 1, "worker": 1})
+    with submitted(yarn, spec) as app_id:
+        app = yarn.connect(app_id)
+        values = kv_wait(app, ["seen.ps:0", "seen.worker:0"], timeout=180)
+        runtime_pid = json.loads(values["seen.ps:0"])["runtime_pid"]
+        started = time.monotonic()
+        os.kill(runtime_pid, signal.SIGKILL)  # this job's own process, by id
+        report = final_report(yarn, app_id, timeout=120)
+        elapsed = time.monotonic() - started
+    assert str(report.final_status) == "FAILED"
+    assert "ps:0" in report.diagnostics and "was lost" in report.diagnostics
+    assert "without the task reporting an exit code" in report.diagnostics
+    assert elapsed < 60
 
 
 TF_PS = """\
