@@ -92,7 +92,8 @@ def tfrecord_dataset(
     compression : {"auto", "GZIP", "ZLIB", ""}
         ``auto`` picks by extension (``.gz``, ``.zlib``).
     cycle_length : int, optional
-        Files read in parallel (default 4, at most the number of files).
+        Files read in parallel (default 2 through Python, 4 for native local
+        reads; at most the number of files).
     deterministic : bool
         Keep a reproducible order (slightly slower when files differ in speed).
     prefetch : int, optional
