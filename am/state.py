@@ -492,7 +492,12 @@ class JobState:
         # of registrations) only pay for the cheap checks below.
         if now - self._polled_at >= self.tick:
             self._polled_at = now
-            self._containers = await self.launcher.poll()
+            try:
+                self._containers = await self.launcher.poll()
+            except Exception:  # the timeouts below must still fire
+                log.warning(
+                    "polling containers failed; using the last view", exc_info=True
+                )
             for task in self.tasks.values():
                 self._watch_container(task, now)
             self._check_registration(now)

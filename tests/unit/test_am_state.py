@@ -177,7 +177,9 @@ def test_container_that_disappears_without_reporting_counts_as_failed() -> None:
         launcher.end(
             "worker_1", "FAILED", "Container killed on request. Exit code is 137"
         )
+        clock.now += 1  # the next poll sees the container gone
         await settle()
+        assert state.phase is Phase.RUNNING  # a ReportTaskEnd may still come
         clock.now += 5  # past the grace for a late ReportTaskEnd
         await settle()
 
@@ -259,3 +261,17 @@ def test_status_snapshot_is_published_with_the_agreed_keys() -> None:
 
     _, launcher = run(job(), scenario)
     assert json.loads(launcher.kv[STATUS_KEY])["phase"] == "SUCCEEDED"
+
+
+def test_timeouts_fire_even_when_yarn_cannot_be_polled() -> None:
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        async def broken() -> dict[str, Any]:
+            raise ConnectionError("skein's AM does not answer")
+
+        launcher.poll = broken  # type: ignore[method-assign]
+        clock.now += 31
+        await settle()
+
+    _, launcher = run(job(tasks={"worker": 1}, registration_timeout=30), scenario)
+    assert launcher.final is not None and launcher.final[0] == "FAILED"
+    assert "worker:0 waiting for a container" in launcher.final[1]
