@@ -26,7 +26,7 @@ import threading
 from typing import Any
 
 from tfyarn.data import fs as _fs
-from tfyarn.errors import HdfsError
+from tfyarn.errors import HdfsError, TfyarnError
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +137,23 @@ def keras_callback(
 
     Extra keyword arguments go to ``tf.keras.callbacks.TensorBoard``. The sync
     starts with training and flushes when training ends.
+
+    Raises
+    ------
+    TfyarnError
+        If the ``tensorboard`` package is missing: Keras' callback writes its
+        summaries through it (``tf.summary.write`` alone does not need it).
     """
+    import importlib.util
+
     import tensorflow as tf
 
+    if importlib.util.find_spec("tensorboard") is None:
+        raise TfyarnError(
+            "the Keras TensorBoard callback needs the 'tensorboard' package, which "
+            "is not installed: pip install tensorboard (or write summaries with "
+            "tf.summary.write into LogSync(...).local_dir)"
+        )
     sync = LogSync(remote_dir, interval=interval, start=False)
 
     class SyncedTensorBoard(tf.keras.callbacks.TensorBoard):

@@ -36,3 +36,21 @@ def test_background_thread_and_final_flush(tmp_path) -> None:
         with open(os.path.join(sync.local_dir, "b"), "wb") as f:
             f.write(b"last")
     assert (remote / "b").read_bytes() == b"last"  # the final flush
+
+
+def test_keras_callback_without_tensorboard_package(tmp_path, monkeypatch) -> None:
+    import importlib.util
+
+    import pytest
+
+    from tfyarn.errors import TfyarnError
+    from tfyarn.tensorboard import keras_callback
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "tensorboard" else real(name, *a),
+    )
+    with pytest.raises(TfyarnError, match="pip install tensorboard"):
+        keras_callback(str(tmp_path / "remote"))
