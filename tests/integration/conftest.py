@@ -7,7 +7,8 @@ way the cluster's environment (HADOOP_CONF_DIR, JAVA_HOME, ``yarn``/``hdfs`` on
 PATH, skein's driver flags) is put into ``os.environ`` for the whole session.
 
 Set ``TFYARN_KEEP_CLUSTER=1`` to keep a cluster this session started running
-after it (handy for a quick edit-test loop).
+after it (handy for a quick edit-test loop), and ``TFYARN_CLUSTER_PORT_OFFSET``
+to start it on shifted ports (to test from nothing beside another cluster).
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def local_cluster() -> Iterator[LocalCluster]:
     started = False
     if not cluster.is_running():
         _log(f"starting a local cluster in {cluster.base_dir} ...")
-        cluster.start(TEST_SETTINGS, log=_log)
+        offset = int(os.environ.get("TFYARN_CLUSTER_PORT_OFFSET", "0"))
+        cluster.start(TEST_SETTINGS.replace(port_offset=offset), log=_log)
         started = True
     saved = dict(os.environ)
     use_local_cluster(cluster.base_dir, override=True)
