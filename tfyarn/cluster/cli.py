@@ -10,8 +10,7 @@ import time
 from typing import Any
 
 from tfyarn.cluster._settings import PORTS, ClusterSettings, load_settings
-from tfyarn.cluster.local import START_TIMEOUT_S, LocalCluster
-from tfyarn.errors import ClusterError
+from tfyarn.cluster.local import START_TIMEOUT_S, ClusterStatus, LocalCluster
 
 _MEMORY = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 _MEMORY_UNITS = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
@@ -178,7 +177,7 @@ def _status(args: argparse.Namespace) -> int:
     return 0 if status.running else 1
 
 
-def _status_dict(status: Any) -> dict[str, Any]:
+def _status_dict(status: ClusterStatus) -> dict[str, Any]:
     return {
         "base_dir": str(status.base_dir),
         "state": status.state,
@@ -203,6 +202,3 @@ def _env(args: argparse.Namespace) -> int:
         )
     sys.stdout.write(exports)
     return 0
-
-
-__all__ = ["ClusterError", "add_commands"]

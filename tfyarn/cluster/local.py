@@ -308,7 +308,7 @@ class LocalCluster:
                 "Run `tfyarn cluster stop` first to change them."
             )
         if len(running) == len(DAEMONS):
-            self._wait_ready(settings, {}, timeout=timeout, log=log)
+            self._wait_ready(settings, {}, timeout=timeout, log=_quiet)
             return dataclasses.replace(self.status(), already_running=True)
 
         self._check_disk()
@@ -328,13 +328,13 @@ class LocalCluster:
             save_settings(self.base_dir, settings)
 
         ports = settings.resolved_ports()
-        started: dict[str, _process.subprocess.Popen[bytes]] = {}
+        started: dict[str, subprocess.Popen[bytes]] = {}
         to_start = [d for d in DAEMONS if pids[d.name] is None]
         for daemon in to_start:  # all before any JVM starts: fail fast, leave nothing
             _process.check_ports_free(daemon, ports)
         try:
             if pids["namenode"] is None:
-                self._format_if_needed(java_home, lib_dir, module_flags, log)
+                self._format_if_needed(java_home, module_flags, log)
             env = self._daemon_env(java_home, module_flags)
             for daemon in to_start:
                 command = _process.java_command(
@@ -388,11 +388,7 @@ class LocalCluster:
         return env
 
     def _format_if_needed(
-        self,
-        java_home: Path,
-        lib_dir: Path,
-        module_flags: tuple[str, ...],
-        log: Log,
+        self, java_home: Path, module_flags: tuple[str, ...], log: Log
     ) -> None:
         name_dir = self.data_dir / "namenode"
         if (name_dir / "current" / "VERSION").is_file():
