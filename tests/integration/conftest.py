@@ -35,12 +35,18 @@ def _log(message: str) -> None:
 def local_cluster() -> Iterator[LocalCluster]:
     """The running local cluster, its environment in ``os.environ``."""
     cluster = LocalCluster()
+    pids = cluster.pids().values()
     started = False
-    if not cluster.is_running():
+    if all(pid is None for pid in pids):
         _log(f"starting a local cluster in {cluster.base_dir} ...")
         offset = int(os.environ.get("TFYARN_CLUSTER_PORT_OFFSET", "0"))
         cluster.start(TEST_SETTINGS.replace(port_offset=offset), log=_log)
         started = True
+    elif any(pid is None for pid in pids):
+        # Someone else's cluster lost a daemon: restart the missing ones with
+        # its own settings, and leave it running afterwards.
+        _log(f"restarting the missing daemons of {cluster.base_dir} ...")
+        cluster.start(log=_log)
     saved = dict(os.environ)
     use_local_cluster(cluster.base_dir, override=True)
     try:
