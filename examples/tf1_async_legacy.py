@@ -14,6 +14,11 @@ global step reaches ``--steps``, prints the held-out ``accuracy=0.9xxx`` and
 exits, which ends the job (tfyarn stops the ps, which would otherwise wait
 forever). ``device_filters`` keeps each worker talking only to the ps and
 itself, so a worker does not hang when another one has gone.
+
+TF1's session manager makes a non-chief worker that finds the variables not yet
+initialized check again only every 30 s, so in a run this short worker 1 may
+join late or not at all; tfyarn stops it ``--worker_grace`` seconds after the
+chief ends.
 """
 
 from __future__ import annotations
