@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -293,6 +294,22 @@ def test_second_cluster_start_is_idempotent_and_stop_leaves_nothing(
     again = second_cluster.start(timeout=60)
     assert again.already_running
     assert {d.name: d.pid for d in again.daemons} == pids
+
+    # A daemon that died is restarted alone; the others keep their pids.
+    os.kill(pids["datanode"], signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while not _process.is_gone(pids["datanode"]):
+        assert time.monotonic() < deadline, "SIGKILLed DataNode still there"
+        time.sleep(0.1)
+    assert second_cluster.status().state == "partial"
+    repaired = second_cluster.start(timeout=120)
+    assert repaired.running and not repaired.already_running
+    new_pids = {d.name: d.pid for d in repaired.daemons}
+    assert new_pids["datanode"] != pids["datanode"]
+    assert {k: v for k, v in new_pids.items() if k != "datanode"} == {
+        k: v for k, v in pids.items() if k != "datanode"
+    }
+    pids = new_pids
 
     # Asking a running cluster for other settings is refused, not ignored.
     with pytest.raises(ClusterError, match="other settings"):
