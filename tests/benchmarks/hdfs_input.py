@@ -9,7 +9,9 @@ puts it on HDFS, then alternates timed passes: native ``TFRecordDataset`` on the
 local files, ``tfyarn.data.tfrecord_dataset`` on the HDFS files (CRC checked),
 both batched by 256; and ``tfyarn.data.parquet_dataset`` over the same records
 as Parquet on HDFS. Each line of output is JSON; the LAST line is the summary
-with ``ratio`` = HDFS records/s ÷ native local records/s (best pass of each).
+with ``ratio`` = HDFS records/s ÷ native local records/s (best pass of each),
+the ratio of medians, the CPU seconds per pass of each (robust when other work
+shares the machine), and the load average.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -30,14 +34,25 @@ def _emit(**fields: Any) -> None:
     print(json.dumps(fields), flush=True)
 
 
-def _drain(ds: Any) -> tuple[int, float]:
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _drain(ds: Any) -> tuple[int, float, float]:
+    """Records read, wall seconds, and this process's CPU seconds.
+
+    CPU seconds barely depend on what else runs on the machine; wall time does.
+    (The DataNode's own CPU is in another process and not counted.)
+    """
     start = time.perf_counter()
+    cpu = _cpu_seconds()
     n = 0
     for batch in ds:
         if isinstance(batch, dict):
             batch = next(iter(batch.values()))
         n += int(batch.shape[0])
-    return n, time.perf_counter() - start
+    return n, time.perf_counter() - start, _cpu_seconds() - cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,19 +145,23 @@ def main(argv: list[str] | None = None) -> int:
         for make in (native, hdfs, parquet):
             _drain(make())
         best: dict[str, float] = {}
+        rates: dict[str, list[float]] = {}
+        cpu: dict[str, list[float]] = {}
         for p in range(args.passes):
             for name, make in (
                 ("native_local", native),
                 ("hdfs", hdfs),
                 ("parquet_hdfs", parquet),
             ):
-                n, secs = _drain(make())
+                n, secs, cpu_s = _drain(make())
                 if n != args.records:
                     raise SystemExit(
                         f"{name} read {n} records, expected {args.records}"
                     )
                 rate = n / secs
                 best[name] = max(best.get(name, 0.0), rate)
+                rates.setdefault(name, []).append(rate)
+                cpu.setdefault(name, []).append(cpu_s)
                 _emit(
                     phase="read",
                     reader=name,
@@ -151,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                     seconds=round(secs, 3),
                     records_per_s=round(rate),
                     mb_per_s=round(total_bytes / 1e6 / secs, 1),
+                    cpu_s=round(cpu_s, 3),
                 )
         mb_per_record = total_bytes / 1e6 / args.records
         _emit(
@@ -162,6 +182,14 @@ def main(argv: list[str] | None = None) -> int:
             hdfs_records_per_s=round(best["hdfs"]),
             hdfs_mb_per_s=round(best["hdfs"] * mb_per_record, 1),
             parquet_hdfs_records_per_s=round(best["parquet_hdfs"]),
+            median_ratio=round(
+                statistics.median(rates["hdfs"])
+                / statistics.median(rates["native_local"]),
+                3,
+            ),
+            native_local_cpu_s=round(min(cpu["native_local"]), 3),
+            hdfs_cpu_s=round(min(cpu["hdfs"]), 3),
+            load_average=round(os.getloadavg()[0], 2),
             ratio=round(best["hdfs"] / best["native_local"], 3),
         )
     finally:
