@@ -140,3 +140,12 @@ def test_silent_namenode_hits_the_deadline(monkeypatch) -> None:
         with pytest.raises(HdfsError, match=r"did not answer within 2 s"):
             fs.info(f"hdfs://127.0.0.1:{port}/x")
         assert time.monotonic() - start < 10
+
+
+def test_server_stack_trace_is_not_in_the_message() -> None:
+    exc = PermissionError(
+        "Permission denied: user=bob, access=READ_EXECUTE, inode=\"/x\"\n"
+        "\tat org.apache.hadoop.hdfs.server.namenode.FSPermissionChecker.check(X.java:1)"
+    )
+    msg = str(_fs._mapped_error("list", "hdfs://nn/x", exc))
+    assert "user=bob" in msg and "org.apache" not in msg

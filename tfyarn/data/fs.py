@@ -573,7 +573,9 @@ def _mapped_error(
     op: str, url: str, exc: BaseException, namenode: str | None = None
 ) -> HdfsError:
     """Turn a client or OS error into an HdfsError a user can act on."""
-    text = str(exc)
+    # NameNode errors arrive with the server's Java stack trace appended: keep
+    # the first line, which carries the message.
+    text = str(exc).strip().split("\n", 1)[0].strip()
     low = text.lower()
     cls: type[HdfsError] = HdfsError
     if (
