@@ -144,8 +144,51 @@ def test_silent_namenode_hits_the_deadline(monkeypatch) -> None:
 
 def test_server_stack_trace_is_not_in_the_message() -> None:
     exc = PermissionError(
-        "Permission denied: user=bob, access=READ_EXECUTE, inode=\"/x\"\n"
+        'Permission denied: user=bob, access=READ_EXECUTE, inode="/x"\n'
         "\tat org.apache.hadoop.hdfs.server.namenode.FSPermissionChecker.check(X.java:1)"
     )
     msg = str(_fs._mapped_error("list", "hdfs://nn/x", exc))
     assert "user=bob" in msg and "org.apache" not in msg
+
+
+def test_rpc_error_form_is_shortened() -> None:
+    class RPCError(Exception):
+        pass
+
+    exc = RPCError(
+        "org.apache.hadoop.security.AccessControlException",
+        'Permission denied: user=alice, access=EXECUTE, inode="/s":o:o:drwx------\n'
+        "\tat org.apache.hadoop.hdfs.server.namenode.FSPermissionChecker.check(X:1)\n",
+    )
+    msg = str(_fs._mapped_error("create", "hdfs://nn/s/x", exc))
+    assert "AccessControlException: Permission denied: user=alice" in msg
+    assert "FSPermissionChecker" not in msg
+    assert isinstance(_fs._mapped_error("create", "u", exc), PermissionError)
+
+
+def test_rpc_error_repr_form_is_shortened() -> None:
+    # What hdfs-native 0.14 actually raises: one string, the repr of its RPCError.
+    exc = PermissionError(
+        'RPCError("org.apache.hadoop.security.AccessControlException", '
+        '"Permission denied: user=alice, access=READ_EXECUTE, '
+        'inode=\\"/s\\":other:other:drwx------\\n\\tat org.apache.hadoop.hdfs.'
+        'server.namenode.FSPermissionChecker.check(FSPermissionChecker.java:661)\\n")'
+    )
+    msg = str(_fs._mapped_error("glob", "hdfs://nn/s/*", exc))
+    assert (
+        "AccessControlException: Permission denied: user=alice, access=READ_EXECUTE, "
+        'inode="/s":other:other:drwx------' in msg
+    )
+    assert "FSPermissionChecker" not in msg
+
+
+def test_put_file_into_directory(tmp_path) -> None:
+    (tmp_path / "a.txt").write_bytes(b"a")
+    (tmp_path / "dst").mkdir()
+    assert put(str(tmp_path / "a.txt"), str(tmp_path / "dst")) == [
+        str(tmp_path / "dst" / "a.txt")
+    ]
+    assert put(str(tmp_path / "a.txt"), str(tmp_path / "new") + "/") == [
+        str(tmp_path / "new" / "a.txt")
+    ]
+    assert (tmp_path / "new" / "a.txt").read_bytes() == b"a"

@@ -24,6 +24,7 @@ import fnmatch
 import glob as _glob
 import io
 import os
+import re
 import shutil
 import threading
 import uuid
@@ -575,7 +576,7 @@ def _mapped_error(
     """Turn a client or OS error into an HdfsError a user can act on."""
     # NameNode errors arrive with the server's Java stack trace appended: keep
     # the first line, which carries the message.
-    text = str(exc).strip().split("\n", 1)[0].strip()
+    text = _first_line(exc)
     low = text.lower()
     cls: type[HdfsError] = HdfsError
     if (
@@ -614,6 +615,29 @@ def _mapped_error(
     else:
         msg = f"HDFS {op} of {url} failed: {type(exc).__name__}: {text}"
     return cls(msg)
+
+
+_RPC_ERROR = re.compile(r'^RPCError\("([\w.$]+)", "(.*)', re.DOTALL)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The message of a client error without the server's stack trace.
+
+    hdfs-native reports NameNode errors as ``RPCError("<java class>",
+    "<message>\\n\\tat ...")`` (the repr, escapes and all): keep the class's
+    short name and the message's first line.
+    """
+    args = [a for a in exc.args if isinstance(a, str)]
+    if len(args) >= 2 and args[0].startswith(("org.", "java.")):
+        java_class, message = args[0], args[1]
+    else:
+        text = str(exc).strip()
+        m = _RPC_ERROR.match(text)
+        if m is None:
+            return text.split("\n", 1)[0].strip()
+        java_class, message = m.group(1), m.group(2).replace('\\"', '"')
+    message = message.replace("\\n", "\n").strip().split("\n", 1)[0].strip()
+    return f"{java_class.rsplit('.', 1)[-1]}: {message}"
 
 
 def _local_user() -> str:

@@ -142,7 +142,8 @@ def write_parquet_shards(
 def put(local: str, remote: str) -> list[str]:
     """Copy a local file or directory tree to ``remote``, each file atomically.
 
-    Returns the URLs written. Existing files are replaced.
+    A file put to an existing directory (or a URL ending in ``/``) lands inside
+    it under its own name. Returns the URLs written; existing files are replaced.
     """
     import os
 
@@ -163,6 +164,10 @@ def put(local: str, remote: str) -> list[str]:
         return written
     if not os.path.exists(local):
         raise FileNotFoundError(f"{local} does not exist")
+    # Like `hdfs dfs -put`: into an existing directory (or one named with a
+    # trailing slash), keeping the file's name.
+    if remote.endswith("/") or (fs.exists(remote) and fs.info(remote).is_dir):
+        remote = _fs.join(remote, os.path.basename(local))
     parent = remote.rstrip("/").rsplit("/", 1)[0]
     if parent and parent != remote:
         fs.mkdirs(parent)
