@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 from collections import namedtuple
 from pathlib import Path
 
@@ -263,3 +264,26 @@ def test_bad_port_option_is_a_usage_error(tmp_path: Path) -> None:
 def test_strays_finds_nothing_for_an_unused_base_dir(tmp_path: Path) -> None:
     assert _process.strays(tmp_path) == []
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_base_dir_hadoop_cannot_carry_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError, match="choose another with `--base-dir`"):
+        LocalCluster(tmp_path / "my cluster,1").start(ClusterSettings())
+
+
+def test_strays_finds_a_container_process_and_terminate_ends_it(
+    tmp_path: Path,
+) -> None:
+    # What a NodeManager killed hard leaves behind: a process whose working
+    # directory is a container directory under the cluster's nm-local dir.
+    container_dir = tmp_path / "data" / "nm-local" / "usercache" / "u" / "c1"
+    container_dir.mkdir(parents=True)
+    proc = subprocess.Popen(["sleep", "300"], cwd=container_dir)
+    try:
+        assert _process.strays(tmp_path) == [proc.pid]
+        assert _process.terminate([proc.pid], grace=5) == []
+        assert proc.poll() is not None
+        assert _process.strays(tmp_path) == []
+    finally:
+        proc.kill()
+        proc.wait()

@@ -311,6 +311,7 @@ class LocalCluster:
             self._wait_ready(settings, {}, timeout=timeout, log=_quiet)
             return dataclasses.replace(self.status(), already_running=True)
 
+        self._check_path()
         self._check_disk()
         java_home = _hadoop.find_java_home()
         module_flags = _hadoop.java_module_flags(java_home)
@@ -359,6 +360,17 @@ class LocalCluster:
             _process.terminate([p.pid for p in started.values()], grace=10)
             raise
         return self.status()
+
+    def _check_path(self) -> None:
+        # Hadoop lists directories comma-separated and turns them into URIs.
+        bad = sorted({c for c in str(self.base_dir) if c in ", \t\n%#"})
+        if bad:
+            raise ClusterError(
+                f"the cluster's base dir {str(self.base_dir)!r} contains "
+                f"{' '.join(repr(c) for c in bad)}, which Hadoop's configuration "
+                "cannot carry; choose another with `--base-dir` or "
+                "$TFYARN_CLUSTER_HOME."
+            )
 
     def _check_disk(self) -> None:
         free = shutil.disk_usage(self.base_dir).free
