@@ -51,6 +51,12 @@ def main() -> None:
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=0.5)
     parser.add_argument("--min_accuracy", type=float, default=0.9)
+    parser.add_argument(
+        "--device_filters",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="--no-device_filters behaves like scripts copied from old posts",
+    )
     args = parser.parse_args()
 
     tf.compat.v1.disable_eager_execution()
@@ -90,6 +96,8 @@ def main() -> None:
 
     config = v1.ConfigProto(
         device_filters=["/job:ps", f"/job:worker/task:{args.task_index}"]
+        if args.device_filters
+        else None
     )
     x_train, y_train = make_data(4096, seed=1 + args.task_index)
     x_test, y_test = make_data(2000, seed=100)

@@ -6,6 +6,7 @@ job's logs), not only the exit code.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -90,3 +91,22 @@ def test_tf1_sync_replicas_with_placeholders(yarn: Any) -> None:
     ) as job:
         job.wait()
         assert accuracy_from(job.logs("worker:0")) >= MIN_ACCURACY
+
+
+def test_tf1_script_without_device_filters_does_not_hang(yarn: Any) -> None:
+    """Old scripts lack device_filters; the master stops ps and stray workers."""
+    started = time.monotonic()
+    with running_job(
+        yarn,
+        EXAMPLES / "tf1_async_legacy.py",
+        args=["--steps", "300", "--min_accuracy", "0", "--no-device_filters"],
+        num_ps=1,
+        num_worker=2,
+        legacy_flags=True,
+        worker_grace=5,
+        stop_grace=3,
+    ) as job:
+        final = job.wait(timeout=300)
+        assert final.final_status == "SUCCEEDED"
+        assert accuracy_from(job.logs("worker:0")) >= MIN_ACCURACY
+    assert time.monotonic() - started < 240
