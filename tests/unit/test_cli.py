@@ -366,7 +366,9 @@ def test_status_follow_exits_like_submit(
         FakeYarn(
             [
                 Report(state="RUNNING"),
-                Report(state="FINISHED", final_status="FAILED", diagnostics="ps:0 lost"),
+                Report(
+                    state="FINISHED", final_status="FAILED", diagnostics="ps:0 lost"
+                ),
             ]
         ),
     )
