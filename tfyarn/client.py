@@ -480,10 +480,14 @@ def _wait(
 
 def _finish(st: JobStatus, say: Callable[[str], None]) -> JobStatus:
     say(f"final status: {st.outcome}")
+    if st.outcome != "SUCCEEDED":
+        # JobFailedError carries the diagnostics and the logs command itself;
+        # the master's diagnostics may already end with that command.
+        lines = st.diagnostics.strip().splitlines()
+        diagnostics = "\n".join(l for l in lines if not l.startswith("All task logs: "))
+        raise JobFailedError(st.app_id, st.outcome, diagnostics or "(no diagnostics)")
     if st.diagnostics.strip():
         say("diagnostics: " + st.diagnostics.strip())
-    if st.outcome != "SUCCEEDED":
-        raise JobFailedError(st.app_id, st.outcome, st.diagnostics or "")
     return st
 
 

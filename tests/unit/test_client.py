@@ -47,7 +47,15 @@ def test_submit_wait_raises_on_failure(script: str) -> None:
         tfyarn.submit(script, wait=True, on_event=events.append, client=fake)
     assert err.value.app_id == APP_ID and err.value.final_status == "FAILED"
     assert "ps:0 died" in str(err.value)
-    assert events[-1] == "diagnostics: ps:0 died"
+    assert events[-1] == "final status: FAILED"
+
+
+def test_logs_command_is_not_repeated(script: str) -> None:
+    diag = f"ps:0 died\nAll task logs: yarn logs -applicationId {APP_ID}"
+    fake = FakeYarn([Report(state="FINISHED", final_status="FAILED", diagnostics=diag)])
+    with pytest.raises(JobFailedError) as err:
+        tfyarn.submit(script, wait=True, client=fake)
+    assert str(err.value).count("All task logs") == 1
 
 
 def test_unknown_option_is_refused(script: str) -> None:
