@@ -191,6 +191,8 @@ def _yarn_errors(app_id: str | None = None) -> Iterator[None]:
 
     try:
         yield
+    except TfyarnError:
+        raise  # already says what to do (SpecError is also a ValueError)
     # skein maps gRPC INVALID_ARGUMENT / NOT_FOUND to ValueError / KeyError.
     except (skein.exceptions.SkeinError, ValueError, KeyError) as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
@@ -269,8 +271,10 @@ def check(
     cfg = config.load(config_file, options)
     spec = config.to_spec(script, tuple(args), cfg).validate()
     if cluster:
-        with _client(client) as yarn, _yarn_errors():
-            spec.check_fits(_node_resources(yarn))
+        with _client(client) as yarn:
+            with _yarn_errors():
+                nodes = _node_resources(yarn)
+            spec.check_fits(nodes)
     return spec
 
 

@@ -188,7 +188,7 @@ def test_memory_above_the_largest_node_submits_nothing(
     use(monkeypatch, fake)
     assert main(["submit", "--worker_memory", "8 GiB", script]) == 1
     err = capsys.readouterr().err
-    assert "--worker_memory 8192 MiB is more than any node offers" in err
+    assert err.startswith("Error: --worker_memory 8192 MiB is more than any node offers")
     assert "6144 MiB" in err
     assert fake.submitted == []
 
