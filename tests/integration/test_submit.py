@@ -112,7 +112,9 @@ def test_unsatisfiable_memory_is_refused_before_submitting(
     before = {j.app_id for j in client.list_jobs(all_states=True, client=yarn)}
     done = run_cli("submit", "--worker_memory", "1000 GiB", script)
     assert done.returncode == 1
-    assert "--worker_memory 1024000 MiB is more than any node offers" in done.stderr
+    assert done.stderr.startswith(
+        "Error: --worker_memory 1024000 MiB is more than any node offers"
+    ), done.stderr
     assert "Traceback" not in done.stderr
     after = {j.app_id for j in client.list_jobs(all_states=True, client=yarn)}
     assert after == before, "a job was submitted"
