@@ -310,6 +310,31 @@ def test_container_that_dies_without_reporting_fails_the_job(
     assert elapsed < 60
 
 
+def test_silent_task_is_lost_after_the_heartbeat_timeout(
+    yarn: Any, tmp_path: Path
+) -> None:
+    """SIGSTOP a task's runtime (a wedged process): no heartbeat, the job fails."""
+    spec = job(
+        tmp_path, {"ps": 1, "worker": 1}, heartbeat_interval=1.0, heartbeat_timeout=6.0
+    )
+    with submitted(yarn, spec) as app_id:
+        app = yarn.connect(app_id)
+        values = kv_wait(app, ["seen.ps:0", "seen.worker:0"], timeout=180)
+        runtime_pid = json.loads(values["seen.ps:0"])["runtime_pid"]
+        started = time.monotonic()
+        os.kill(runtime_pid, signal.SIGSTOP)  # this job's own process, by id
+        try:
+            report = final_report(yarn, app_id, timeout=120)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(runtime_pid, signal.SIGCONT)
+        elapsed = time.monotonic() - started
+    assert str(report.final_status) == "FAILED"
+    assert "ps:0" in report.diagnostics
+    assert "sent no heartbeat for" in report.diagnostics
+    assert elapsed < 60
+
+
 TF_PS = """\
 import json, os, sys
 import tensorflow as tf
