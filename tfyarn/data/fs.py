@@ -384,12 +384,14 @@ class HdfsFileSystem(FileSystem):
             # sequential 8 MiB read_range calls.
             parts: list[bytes] = []
             size = 0
+            # A small first chunk gets the first records to TensorFlow sooner.
+            target = min(chunk_size, 1 << 20)
             for part in reader.read_range_stream(0, len(reader)):
                 parts.append(part)
                 size += len(part)
-                if size >= chunk_size:
+                if size >= target:
                     yield b"".join(parts)
-                    parts, size = [], 0
+                    parts, size, target = [], 0, chunk_size
             if parts:
                 yield b"".join(parts)
         except OSError as exc:
