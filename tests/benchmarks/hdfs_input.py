@@ -2,7 +2,7 @@
 reader on local disk, same files, same run.
 
     eval "$(tfyarn cluster env)"
-    python tests/benchmarks/hdfs_input.py [--records 120000] [--record-bytes 1000]
+    python tests/benchmarks/hdfs_input.py [--records 200000] [--record-bytes 1000]
 
 Writes the data set once locally (shards of ``--record-bytes`` random records),
 puts it on HDFS, then alternates timed passes: native ``TFRecordDataset`` on the
