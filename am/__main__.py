@@ -33,6 +33,15 @@ async def serve(spec: JobSpec, launcher: Launcher, *, host: str) -> int:
     """Run the master for one job; return the process exit code."""
     cert, key = find_credentials()
     state = JobState(spec, launcher)
+    attempt = am_attempt(os.environ.get("CONTAINER_ID", ""))
+    if attempt > 1:
+        # YARN restarted the application master (max_am_attempts): the old
+        # attempt's containers are gone and every task starts again; scripts
+        # see TFYARN_RESTART > 0 and resume from their checkpoint.
+        state.restarts = attempt - 1
+        state.restart_reasons.append(
+            f"application master attempt {attempt}: attempt {attempt - 1} ended"
+        )
     health_servicer = health.aio.HealthServicer()
     server, port = create_server(state, cert, key, health_servicer=health_servicer)
     state.master_address = f"{host}:{port}"
@@ -52,6 +61,23 @@ async def serve(spec: JobSpec, launcher: Launcher, *, host: str) -> int:
     finally:
         await server.stop(grace=1.0)
     return 0 if phase.value == "SUCCEEDED" else 1
+
+
+def am_attempt(container_id: str) -> int:
+    """The application attempt a YARN container id belongs to (1 if unknown).
+
+    Examples
+    --------
+    >>> am_attempt("container_e17_1795314317772_0008_02_000001")
+    2
+    >>> am_attempt("container_1795314317772_0008_01_000001")
+    1
+    """
+    parts = container_id.split("_")
+    try:
+        return int(parts[-2]) if len(parts) >= 5 else 1
+    except ValueError:
+        return 1
 
 
 async def _add_status_page(state: JobState, launcher: Launcher, host: str) -> None:

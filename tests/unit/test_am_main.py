@@ -1,0 +1,46 @@
+"""The master's entry point (am/__main__.py) wired to the fake launcher."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from _am_support import job, new_credentials
+
+from am.__main__ import am_attempt, serve
+from am.launcher import FakeLauncher
+from am.state import MASTER_KEY, STATUS_KEY
+
+
+def test_am_attempt_from_container_id() -> None:
+    assert am_attempt("container_e17_1795314317772_0008_02_000001") == 2
+    assert am_attempt("container_1795314317772_0008_01_000001") == 1
+    assert am_attempt("") == 1
+
+
+def test_serve_publishes_address_adds_page_and_ends_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = new_credentials()
+    (tmp_path / ".skein.crt").write_bytes(cert)
+    (tmp_path / ".skein.pem").write_bytes(key)
+    monkeypatch.chdir(tmp_path)
+    # A second AM attempt: the job counts one restart.
+    monkeypatch.setenv("CONTAINER_ID", "container_1795314317772_0008_02_000001")
+    launcher = FakeLauncher()
+    spec = job(tasks={"worker": 1}, registration_timeout=1.0)
+
+    code = asyncio.run(asyncio.wait_for(serve(spec, launcher, host="127.0.0.1"), 30))
+
+    assert code == 1
+    assert launcher.kv[MASTER_KEY].startswith("127.0.0.1:")
+    assert launcher.pages["tfyarn"].startswith("http://127.0.0.1:")
+    assert launcher.started[0][1]["TFYARN_MASTER_ADDRESS"] == launcher.kv[MASTER_KEY]
+    assert launcher.started[0][1]["TFYARN_RESTART"] == "1"
+    status = json.loads(launcher.kv[STATUS_KEY])
+    assert status["phase"] == "FAILED" and status["restarts"] == 1
+    assert "application master attempt 2" in status["restart_reasons"][0]
+    assert launcher.final is not None and launcher.final[0] == "FAILED"
+    assert "worker:0 waiting for a container" in launcher.final[1]
