@@ -144,6 +144,7 @@ class Task:
     stop_requested_at: float | None = None
     stop_grace: float = 0.0
     stop_delivered: bool = False  # a stream carried the Stop to the runtime
+    stop_reason: str = ""
     history: list[str] = field(default_factory=list)
     watchers: set[Watcher] = field(default_factory=set)
 
@@ -297,7 +298,7 @@ class JobState:
         if self._cluster_event is not None and self.generation > known:
             watcher.put(self._cluster_event)
         if task.stop_requested_at is not None or self.phase.is_terminal():
-            watcher.put(self._stop_event(task, "the job is ending"))
+            watcher.put(self._stop_event(task, task.stop_reason or "the job is ending"))
             watcher.close()
             task.stop_delivered = True
         return watcher
@@ -624,6 +625,7 @@ class JobState:
             return
         task.stop_requested_at = self.clock()
         task.stop_grace = self.spec.stop_grace
+        task.stop_reason = reason
         self._note(task, f"stop requested: {reason}")
         event = self._stop_event(task, reason)
         for watcher in list(task.watchers):
