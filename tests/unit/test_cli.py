@@ -188,7 +188,9 @@ def test_memory_above_the_largest_node_submits_nothing(
     use(monkeypatch, fake)
     assert main(["submit", "--worker_memory", "8 GiB", script]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("Error: --worker_memory 8192 MiB is more than any node offers")
+    assert err.startswith(
+        "Error: --worker_memory 8192 MiB is more than any node offers"
+    )
     assert "6144 MiB" in err
     assert fake.submitted == []
 
@@ -375,3 +377,16 @@ def test_status_follow_exits_like_submit(
     assert main(["status", "--follow", APP_ID]) == 1
     captured = capsys.readouterr()
     assert "YARN: RUNNING" in captured.out and "ps:0 lost" in captured.err
+
+
+def test_dry_run_without_a_cluster_still_checks_the_job(
+    monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.setattr(client, "_local_cluster_env", lambda: None)
+    assert main(["submit", "--dry_run", "--num_worker", "2", script]) == 0
+    out = capsys.readouterr().out
+    assert "cluster resources NOT checked (no YARN cluster" in out
+    assert (
+        main(["submit", "--dry_run", "--num_ps", "1", "--num_worker", "0", script]) == 1
+    )
