@@ -149,7 +149,7 @@ class Runtime:
     # -- the task's life ----------------------------------------------------------
 
     def run(self) -> int:
-        sock = reserve_port(self.ctx.port)
+        sock = self._reserve()
         port = reserved_port(sock)
         log.info(
             "%s attempt %d holds %s:%d",
@@ -181,6 +181,18 @@ class Runtime:
             self.done.set()
             sock.close()  # the port is free only once the task is over
             self.master.close()
+
+    def _reserve(self) -> socket.socket:
+        """Hold the task's port: TFYARN_PORT if given and free, else any."""
+        try:
+            return reserve_port(self.ctx.port)
+        except OSError as exc:
+            if not self.ctx.port:
+                raise
+            # The predecessor's port was taken meanwhile: a new address is
+            # fine, the master publishes it in the next ClusterSpec.
+            log.warning("port %d is taken (%s); reserving another", self.ctx.port, exc)
+            return reserve_port(0)
 
     def _wait_for_cluster(self) -> bool:
         """Wait for the ClusterSpec (bounded); False if told to stop first."""

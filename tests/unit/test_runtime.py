@@ -263,3 +263,28 @@ def test_script_dies_with_a_sigkilled_runtime(
         time.sleep(0.1)
     master.call(lambda: master.state.request_kill("test over"))
     master.wait_done()
+
+
+def test_a_taken_tfyarn_port_falls_back_to_another(
+    credentials: tuple[bytes, bytes], tmp_path: Path
+) -> None:
+    import socket
+
+    blocker = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    blocker.bind(("0.0.0.0", 0))  # no SO_REUSEPORT: nobody can share it
+    taken = blocker.getsockname()[1]
+    spec = job()
+    env = {
+        "TFYARN_JOB": spec.to_env(),
+        "TFYARN_ROLE": "worker",
+        "TFYARN_TASK_INDEX": "0",
+        "TFYARN_MASTER_ADDRESS": "127.0.0.1:1",
+        "TFYARN_PORT": str(taken),
+    }
+    rt = Runtime(TaskContext.from_env(env), credentials=credentials, workdir=tmp_path)
+    held = rt._reserve()
+    try:
+        assert held.getsockname()[1] not in (0, taken)
+    finally:
+        held.close()
+        blocker.close()
