@@ -681,6 +681,9 @@ class JobState:
     def snapshot(self) -> dict[str, Any]:
         """The ``tfyarn.status`` document read by ``tfyarn status`` and the live view."""
         now = self.clock()
+        # skein's kv store takes values up to its 4 MB gRPC limit: big jobs
+        # keep only the latest history lines per task.
+        keep = HISTORY_LIMIT if len(self.tasks) <= 200 else 2
         tasks = []
         for t in self.tasks.values():
             age = None
@@ -701,7 +704,7 @@ class JobState:
                     "step": t.step,
                     "metrics": t.metrics,
                     "last_heartbeat_age": age,
-                    "history": list(t.history),
+                    "history": t.history[-keep:],
                 }
             )
         return {
