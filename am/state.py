@@ -221,6 +221,7 @@ class JobState:
         self.unregistered: set[Task] = {
             t for t in self.tasks.values() if t.role.in_cluster_spec()
         }
+        self._members = len(self.unregistered)
         self._cluster_event: bytes | None = None
         self._outcome: tuple[Phase, str] | None = None
         self._finishing_since: float | None = None
@@ -727,9 +728,8 @@ class JobState:
         if self.phase is Phase.FINISHING:
             return 0.95
         if self._cluster_event is None:
-            members = sum(t.role.in_cluster_spec() for t in self.tasks.values())
-            done = members - len(self.unregistered)
-            return 0.1 * done / max(1, members)
+            done = self._members - len(self.unregistered)
+            return 0.1 * done / max(1, self._members)
         total = self.lead.metrics.get("total_steps")
         if total and self.lead.step is not None:
             return 0.1 + 0.85 * min(1.0, self.lead.step / total)
