@@ -49,7 +49,7 @@ async def serve(spec: JobSpec, launcher: Launcher, *, host: str) -> int:
     await mark_serving(health_servicer)
     log.info("tfyarn master serving on %s", state.master_address)
     await launcher.publish(MASTER_KEY, state.master_address)
-    await _add_status_page(state, launcher, host)
+    await _add_status_page(state, launcher)
 
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(
@@ -80,13 +80,17 @@ def am_attempt(container_id: str) -> int:
         return 1
 
 
-async def _add_status_page(state: JobState, launcher: Launcher, host: str) -> None:
+async def _add_status_page(state: JobState, launcher: Launcher) -> None:
     from am import status_page
 
     try:
         # The page reads the last published snapshot: never the live state.
-        page = status_page.serve(lambda: json.loads(state.last_status or "{}"))
-        target = f"http://{host}:{page.server_address[1]}"
+        # Loopback only: skein's web UI, in this same container, proxies it
+        # behind YARN's tracking URL; nothing else needs to reach it.
+        page = status_page.serve(
+            lambda: json.loads(state.last_status or "{}"), host="127.0.0.1"
+        )
+        target = f"http://127.0.0.1:{page.server_address[1]}"
         await launcher.add_page("tfyarn", target, "tfyarn status")
     except Exception:  # a missing page must not cost the job
         log.exception("could not add the status page to the YARN web UI")

@@ -36,7 +36,7 @@ def test_serve_publishes_address_adds_page_and_ends_the_app(
 
     assert code == 1
     assert launcher.kv[MASTER_KEY].startswith("127.0.0.1:")
-    assert launcher.pages["tfyarn"].startswith("http://127.0.0.1:")
+    assert launcher.pages["tfyarn"].startswith("http://127.0.0.1:")  # loopback only
     assert launcher.started[0][1]["TFYARN_MASTER_ADDRESS"] == launcher.kv[MASTER_KEY]
     assert launcher.started[0][1]["TFYARN_RESTART"] == "1"
     status = json.loads(launcher.kv[STATUS_KEY])
