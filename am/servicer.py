@@ -39,7 +39,14 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
         # Yields ClusterEvents already serialized by the state: one
         # serialization per generation, shared by every stream.
         if request.HasField("register"):
-            await _guard(context, lambda: self.state.register(request.register))
+            reg = request.register
+            if (reg.task, reg.attempt) != (request.task, request.attempt):
+                await context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"WatchCluster for {request.task.role}:{request.task.index} "
+                    f"carries the registration of {reg.task.role}:{reg.task.index}",
+                )
+            await _guard(context, lambda: self.state.register(reg))
         watcher = await _guard(
             context,
             lambda: self.state.watch(

@@ -117,6 +117,16 @@ def test_requests_for_unknown_tasks_or_stale_attempts_are_refused(
             pb.HeartbeatRequest(task=key("worker", 0), attempt=3), timeout=5
         )
     assert stale.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    mixed = client.WatchCluster(
+        pb.WatchClusterRequest(
+            task=key("worker", 0),
+            register=pb.RegisterTaskRequest(task=key("worker", 1), host="h", port=5),
+        ),
+        timeout=5,
+    )
+    with pytest.raises(grpc.RpcError) as mismatch:
+        next(mixed)
+    assert mismatch.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     with pytest.raises(grpc.RpcError) as bad:
         client.RegisterTask(
             pb.RegisterTaskRequest(task=key("worker", 0), attempt=0, host="", port=0),
