@@ -29,7 +29,9 @@ from tfyarn.spec import ROLES, Role
 
 _CONTAINER = re.compile(r"^Container: (container_\S+) on (\S+)\s*$")
 _LOGTYPE = re.compile(r"^LogType:\s*(.+?)\s*$")
-_END = re.compile(r"^End of LogType:\s*(.+?)\s*\.?$")
+# A running container's files end "End of LogType:worker.log.This log file belongs
+# to a running container (...) and so may not be complete."
+_END = "End of LogType:"
 _ROLES = "|".join(r.value for r in Role)
 # The runtime's first line names its task: "... worker:1 attempt 0 holds host:port".
 _SELF = re.compile(rf"\b({_ROLES}):(\d+) attempt (\d+) holds\b")
@@ -118,8 +120,8 @@ def _blocks(output: str) -> list[tuple[str, str, str, str]]:
             if line.startswith("LogContents:") and container and log_type:
                 in_contents, body = True, []
             continue
-        m = _END.match(line)
-        if m and log_type and m.group(1).rstrip(".") == log_type:
+        end = line[len(_END) :].strip() if line.startswith(_END) else None
+        if end is not None and log_type and end.startswith(log_type):
             assert container is not None and host is not None
             blocks.append((container, host, log_type, "\n".join(body)))
             in_contents = False

@@ -162,3 +162,24 @@ def test_logs_use_the_snapshot_and_survive_truncation() -> None:
         ("worker", "cut short"),
     ]
     assert _logs.select(entries, "ps") == entries[:1]
+
+
+def test_logs_of_running_containers() -> None:
+    text = (
+        "Container: container_1_0001_01_000002 on localhost:8041\n"
+        "LogAggregationType: LOCAL\n"
+        "LogType:worker.log\nLogContents:\n"
+        "x tfyarn.runtime INFO: worker:0 attempt 0 holds localhost:1\nsleeper up\n"
+        "End of LogType:worker.log.This log file belongs to a running container "
+        "(container_1_0001_01_000002) and so may not be complete.\n"
+        "Container: container_1_0001_01_000002 on localhost:8041\n"
+        "LogType:prelaunch.out\nLogContents:\nSetting up env\n"
+        "End of LogType:prelaunch.out.This log file belongs to a running container "
+        "(container_1_0001_01_000002) and so may not be complete.\n"
+    )
+    (entry,) = _logs.split(text)
+    assert entry.task == "worker:0" and entry.text.endswith("sleeper up")
+    assert [e.log_type for e in _logs.split(text, yarn_files=True)] == [
+        "worker.log",
+        "prelaunch.out",
+    ]
