@@ -434,6 +434,7 @@ def _wait(
     # master; bound that wait by the job's own registration timeout.
     accept_limit = spec.registration_timeout if spec else None
     last_state = None
+    pending_since = start  # when the app last entered a not-yet-running state
     warned = False
     app_client = None
     try:
@@ -443,6 +444,11 @@ def _wait(
             state = str(report.state)
             if state != last_state:
                 say(f"YARN: {state}")
+                if last_state == "RUNNING" or last_state is None:
+                    pending_since, warned = time.monotonic(), False
+                if last_state == "RUNNING" and app_client is not None:
+                    app_client.close()  # a new master attempt has a new address
+                    app_client = None
                 last_state = state
             if state in _DONE:
                 st = _status_from_report(report, None)
@@ -456,13 +462,14 @@ def _wait(
                     for line in narrator.update(snap):
                         say(line)
             else:
-                if waited > 30 and not warned:
+                pending = time.monotonic() - pending_since
+                if pending > 30 and not warned:
                     warned = True
                     say(
-                        f"still {state} after {waited:.0f} s: "
+                        f"still {state} after {pending:.0f} s: "
                         f"{(report.diagnostics or 'no diagnostics from YARN').strip()}"
                     )
-                if accept_limit and waited > accept_limit:
+                if accept_limit and pending > accept_limit:
                     diag = (
                         f"YARN did not start the application master within "
                         f"{accept_limit:.0f} s (state {state}): "
