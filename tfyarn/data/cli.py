@@ -65,7 +65,13 @@ def add_commands(subparsers: Any) -> None:
         "count", help="count (and CRC-check) the records of TFRecord files"
     )
     p.add_argument("pattern", help="URL, directory or glob of TFRecord files")
-    p.add_argument("--compression", default="auto", help="auto|GZIP|ZLIB|NONE")
+    p.add_argument(
+        "--compression",
+        default="auto",
+        type=str.upper,
+        choices=("AUTO", "GZIP", "ZLIB", "NONE"),
+        help="auto (by extension), GZIP, ZLIB or NONE",
+    )
     p.set_defaults(func=_count)
 
 
