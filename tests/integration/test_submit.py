@@ -218,3 +218,32 @@ def test_many_tasks_on_one_node_get_distinct_ports(yarn: Any, tmp_path: Path) ->
         addresses = [a for addrs in cluster.values() for a in addrs]
         assert len(addresses) == 12
         assert len(set(addresses)) == 12, addresses
+
+
+def test_env_and_files_reach_every_task(yarn: Any, tmp_path: Path) -> None:
+    data = tmp_path / "words.txt"
+    data.write_text("shipped with the job\n")
+    script = write(
+        tmp_path,
+        "show.py",
+        """\
+        import os
+        print("GREETING", os.environ["GREETING"], flush=True)
+        print("FILE", open("words.txt").read().strip(), flush=True)
+        """,
+    )
+    with running_job(
+        yarn,
+        script,
+        num_ps=1,
+        num_worker=1,
+        env={"GREETING": "hi there"},
+        files=[str(data)],
+        worker_grace=5,
+        **PLAIN,
+    ) as job:
+        job.wait()
+        for task in ("ps:0", "worker:0"):
+            text = job.logs(task)
+            assert "GREETING hi there" in text, text
+            assert "FILE shipped with the job" in text, text
