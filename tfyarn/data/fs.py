@@ -316,7 +316,9 @@ class HdfsFileSystem(FileSystem):
 
                 url = self.prefix if (self.netloc or self.scheme != "hdfs") else None
                 try:
-                    self._client = hdfs_native.Client(url, dict(self._options))
+                    self._client = hdfs_native.Client(
+                        url, dict(self._options), _config_dir()
+                    )
                 except Exception as exc:  # config errors surface here
                     raise HdfsError(
                         f"cannot set up an HDFS client for {self.prefix}/: {exc}. "
@@ -544,6 +546,20 @@ def _with_deadline(fn: Callable[[], T], timeout: float) -> T:
     if ok:
         return value
     raise value
+
+
+def _config_dir() -> str | None:
+    """``$HADOOP_CONF_DIR`` (hdfs-native reads it itself), else the config of
+    a running local cluster (``tfyarn cluster start``), as tfyarn.client does."""
+    if os.environ.get("HADOOP_CONF_DIR"):
+        return None
+    try:
+        from tfyarn.cluster import LocalCluster
+
+        cluster = LocalCluster()
+        return str(cluster.conf_dir) if cluster.is_running() else None
+    except Exception:  # noqa: BLE001 (no local cluster is the common case)
+        return None
 
 
 def _env_timeout() -> float:
