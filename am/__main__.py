@@ -38,7 +38,7 @@ async def serve(spec: JobSpec, launcher: Launcher, *, host: str) -> int:
         # YARN restarted the application master (max_am_attempts): the old
         # attempt's containers are gone and every task starts again; scripts
         # see TFYARN_RESTART > 0 and resume from their checkpoint.
-        state.restarts = attempt - 1
+        state.restarts = state.cluster_restarts = attempt - 1
         state.restart_reasons.append(
             f"application master attempt {attempt}: attempt {attempt - 1} ended"
         )

@@ -8,12 +8,15 @@ the reconcile loop, which compares what should be with what is, like dask's
 ``SpecCluster._correct_state``.
 
 What a failed task costs is decided in exactly one place,
-:meth:`JobState._decide`; restarts (issue 5) plug in there.
+:meth:`JobState._decide` (the recovery policy, see ARCHITECTURE.md): replace a
+lost worker of a ParameterServerStrategy job alone, restart the whole
+TensorFlow cluster otherwise, within ``spec.max_restarts``; past it, fail.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -68,6 +71,9 @@ class TaskState(str, Enum):
     FAILED = "FAILED"  # the script exited non-zero
     KILLED = "KILLED"  # stopped by the master
     LOST = "LOST"  # container gone or silent without reporting an end
+    # A new attempt waits for its predecessor's container to end (so the old
+    # TensorFlow server is gone from the port the new one takes).
+    RELAUNCHING = "RELAUNCHING"
 
     def is_terminal(self) -> bool:
         return self in _TERMINAL_TASK_STATES
@@ -85,7 +91,9 @@ class Action(Enum):
     """What the master does about a failed task (see ``JobState._decide``)."""
 
     FAIL_JOB = "fail the job"
-    IGNORE = "ignore"  # the job's outcome is already decided
+    REPLACE_TASK = "replace the task alone"
+    RESTART_CLUSTER = "restart the whole TensorFlow cluster"
+    IGNORE = "ignore"  # the job's outcome (or a restart) is already decided
 
 
 class TaskRejected(Exception):
@@ -147,6 +155,13 @@ class Task:
     stop_reason: str = ""
     history: list[str] = field(default_factory=list)
     watchers: set[Watcher] = field(default_factory=set)
+    last_progress: float | None = None  # when its step last changed
+    # Why each earlier attempt ended (shown per task in the status).
+    failures: list[str] = field(default_factory=list)
+    # The previous attempt's container, until it has ended (see _retire).
+    retiring: str | None = None
+    retire_by: float = 0.0
+    retire_killed: bool = False
 
     @property
     def key(self) -> str:
@@ -205,8 +220,13 @@ class JobState:
         self.publish_interval = publish_interval
         self.phase = Phase.LAUNCHING
         self.generation = 0
+        # Every restart (task replacements, cluster restarts, AM re-attempts)
+        # with its reason; `budget_used` counts those charged to max_restarts.
         self.restarts = 0
         self.restart_reasons: list[str] = []
+        self.budget_used = 0
+        # Whole-cluster restarts: ClusterSpec.restart / TFYARN_RESTART.
+        self.cluster_restarts = 0
         self.failures: list[str] = []
         self.diagnostics = ""
         self.started = wall()
@@ -223,6 +243,12 @@ class JobState:
         }
         self._members = len(self.unregistered)
         self._cluster_event: bytes | None = None
+        # Each member's address in the formed cluster: a replacement must
+        # come back at the same one (TensorFlow's coordinator cannot follow a
+        # moved worker).
+        self._formed: dict[Task, str] = {}
+        self._relaunch: set[Task] = set()  # new attempts waiting to launch
+        self._progress_at: float | None = None  # any task's step last changed
         self._outcome: tuple[Phase, str] | None = None
         self._finishing_since: float | None = None
         self._wakeup = asyncio.Event()
@@ -283,9 +309,23 @@ class JobState:
         task.last_heartbeat = self.clock()
         self._set(task, TaskState.REGISTERED, f"registered at {task.address}")
         self.unregistered.discard(task)
+        formed_at = self._formed.get(task)
+        if self._cluster_event is not None and formed_at not in (None, task.address):
+            # A replaced worker could not keep its address: the running
+            # coordinator cannot reach it there, so the whole cluster re-forms.
+            # Not charged to the budget: the same failure, handled a second way.
+            why = (
+                f"{task.key} attempt {task.attempt} came back at {task.address}, "
+                f"not at its old address {formed_at} (port taken)"
+            )
+            self._record_restart(f"cluster restarted: {why}", charge=False)
+            self._restart_cluster(why)
+            self._poke()
+            return self.generation
         if self._cluster_event is not None:
-            # Late joiners (an evaluator) get the cluster that already formed.
-            self._set(task, TaskState.RUNNING, "received the cluster spec")
+            # Late joiners (an evaluator, a replaced worker at its old address)
+            # get the cluster that already formed.
+            self._set(task, TaskState.RUNNING, f"received cluster {self.generation}")
         else:
             self._maybe_form_cluster()
         self._poke()
@@ -316,7 +356,10 @@ class JobState:
         self, role: str, index: int, attempt: int, step: int, metrics: dict[str, float]
     ) -> None:
         task = self.task(role, index, attempt)
-        task.last_heartbeat = self.clock()
+        now = self.clock()
+        task.last_heartbeat = now
+        if step != task.step:
+            task.last_progress = self._progress_at = now
         task.step = step
         task.metrics = metrics
         self._dirty = True
@@ -352,13 +395,32 @@ class JobState:
     def _decide(self, task: Task, reason: str) -> Action:
         """The one place deciding what a failed task costs the job.
 
-        Today every failure before the lead task finished fails the job. Issue
-        5 adds restarts here (replace a lost PS-mode worker; restart the whole
-        cluster otherwise), within ``spec.max_restarts``.
+        - The job's outcome is settled (or the lead finished): ignore.
+        - The restart budget (``spec.max_restarts``) is used up: fail the job.
+        - A worker of a ParameterServerStrategy job (a chief and ps tasks, not
+          ``legacy_flags``), or an evaluator: replace that task alone, at the
+          same address; the coordinator absorbs the loss and takes the worker
+          back (FIELD_NOTES).
+        - Anything else (a ps, the chief, any task of an all-reduce or TF1-style
+          job): stop every task and start the whole TensorFlow cluster again;
+          scripts resume from their latest checkpoint.
         """
         if self._outcome is not None or self._finishing_since is not None:
             return Action.IGNORE  # the outcome is already settled
-        return Action.FAIL_JOB
+        if self.budget_used >= self.spec.max_restarts:
+            return Action.FAIL_JOB
+        if task.role is Role.EVALUATOR or (
+            task.role is Role.WORKER and self._ps_strategy()
+        ):
+            return Action.REPLACE_TASK
+        return Action.RESTART_CLUSTER
+
+    def _ps_strategy(self) -> bool:
+        """Whether the job runs TF2's ParameterServerStrategy with a coordinator."""
+        spec = self.spec
+        return bool(
+            spec.count(Role.CHIEF) and spec.count(Role.PS) and not spec.legacy_flags
+        )
 
     def _on_failure(self, task: Task, reason: str) -> None:
         action = self._decide(task, reason)
@@ -367,8 +429,82 @@ class JobState:
             self._note(task, f"failure ignored, the job's outcome is settled: {reason}")
             return
         self.failures.append(reason)
+        task.failures.append(reason)
         if action is Action.FAIL_JOB:
-            self._outcome = (Phase.FAILED, reason)
+            self._outcome = (Phase.FAILED, self._budget_message(reason))
+        elif action is Action.REPLACE_TASK:
+            self._record_restart(f"{task.key} replaced: {reason}", charge=True)
+            self._retire(task, f"{task.key} is replaced: {reason}")
+        else:
+            self._record_restart(f"cluster restarted: {reason}", charge=True)
+            self._restart_cluster(reason)
+
+    def _record_restart(self, why: str, *, charge: bool) -> None:
+        if charge:
+            self.budget_used += 1
+        self.restarts += 1
+        self.restart_reasons.append(why)
+
+    def _budget_message(self, reason: str) -> str:
+        if not self.spec.max_restarts:
+            return reason  # no recovery was asked for: the failure says it all
+        earlier = self.failures[:-1]
+        text = (
+            f"{reason}\nThe restart budget is used up ({self.budget_used} of "
+            f"max_restarts={self.spec.max_restarts}); every failure of this job:"
+        )
+        for n, failure in enumerate([*earlier, reason], 1):
+            text += f"\n{n}. {failure}"
+        return text + "\n(raise --max_restarts to allow more restarts)"
+
+    def _retire(self, task: Task, reason: str) -> None:
+        """End the task's current attempt (if still alive) and queue the next one.
+
+        The old container gets a Stop with grace and is killed after it; the
+        new attempt is launched only once the old container has ended, so two
+        TensorFlow servers never share the task's port (both bind it with
+        SO_REUSEPORT). ``task.port`` is kept: the new attempt asks for it.
+        """
+        old = task.container_id
+        alive = old is not None and not (
+            (info := self._containers.get(old)) is not None and info.ended
+        )
+        event = self._stop_event(task, reason)
+        for watcher in list(task.watchers):
+            watcher.put(event)
+            watcher.close()
+        task.watchers.clear()
+        now = self.clock()
+        task.retiring = old if alive else None
+        # A wedged or silent task cannot use a grace: kill it at once.
+        wedged = task.state is TaskState.LOST
+        task.retire_by = now + (0 if wedged else self.spec.stop_grace + KILL_MARGIN)
+        task.retire_killed = False
+        task.attempt += 1
+        task.container_id = task.yarn_container_id = task.node = None
+        task.exit_code = None
+        task.stderr_tail = ""
+        task.last_heartbeat = task.container_ended_at = None
+        task.stop_requested_at = None
+        task.stop_delivered = False
+        task.stop_reason = ""
+        task.last_progress = None
+        self._set(task, TaskState.RELAUNCHING, reason)
+        self._relaunch.add(task)
+        self._poke()
+
+    def _restart_cluster(self, reason: str) -> None:
+        """Stop every task and form the TensorFlow cluster again from scratch."""
+        self.cluster_restarts += 1
+        self.phase = Phase.RESTARTING
+        self._cluster_event = None
+        self._formed.clear()
+        self._progress_at = None
+        self.cluster_formed_at = None
+        log.warning("restarting the whole cluster: %s", reason)
+        for task in self.tasks.values():
+            self._retire(task, f"the cluster restarts: {reason}")
+        self.unregistered = {t for t in self.tasks.values() if t.role.in_cluster_spec()}
 
     def _on_lead_success(self) -> None:
         if self._outcome is not None or self._finishing_since is not None:
@@ -405,11 +541,15 @@ class JobState:
             if addresses:
                 jobs[role.value] = pb.JobAddresses(addresses=addresses)
         spec = pb.ClusterSpec(
-            generation=self.generation, jobs=jobs, restart=self.restarts
+            generation=self.generation, jobs=jobs, restart=self.cluster_restarts
         )
         # Serialized once for every stream (a 5000-task spec is ~150 kB).
         self._cluster_event = pb.ClusterEvent(cluster_spec=spec).SerializeToString()
+        self._formed = {t: t.address or "" for t in members}
         self.cluster_formed_at = self.wall()
+        self._progress_at = self.clock()
+        for task in members:
+            task.last_progress = self._progress_at
         self.phase = Phase.RUNNING
         log.info(
             "cluster formed (generation %d, %d tasks)", self.generation, len(members)
@@ -479,7 +619,7 @@ class JobState:
             _env.TASK_INDEX: str(task.index),
             _env.ATTEMPT: str(task.attempt),
             _env.MASTER_ADDRESS: self.master_address,
-            _env.RESTART: str(self.restarts),
+            _env.RESTART: str(self.cluster_restarts),
         }
         if task.port:
             env[_env.PORT] = str(task.port)  # a replaced task keeps its address
@@ -504,7 +644,9 @@ class JobState:
                 self._watch_container(task, now)
             self._check_registration(now)
             self._check_heartbeats(now)
+            self._check_stall(now)
             await self._enforce_stops(now)
+            await self._relaunch_ready(now)
         if self._finishing_since is not None:
             self._check_finishing(now)
         await self._publish()
@@ -597,6 +739,68 @@ class JobState:
                     f"(limit {timeout:.0f} s): its process is wedged or its node "
                     "or network is gone",
                 )
+
+    def _check_stall(self, now: float) -> None:
+        """--stall_timeout: no task reported a new step for that long."""
+        timeout = self.spec.stall_timeout
+        if (
+            not timeout
+            or self._progress_at is None
+            or self.phase is not Phase.RUNNING
+            or now - self._progress_at <= timeout
+        ):
+            return
+        members = [t for t in self.tasks.values() if t.state is TaskState.RUNNING]
+        named = []
+        for t in members:
+            if t.step is None:
+                named.append(f"{t.key} never reported progress")
+            else:
+                idle = now - (t.last_progress or now)
+                named.append(f"{t.key} at step {t.step} for {idle:.0f} s")
+        idle = now - self._progress_at
+        self._progress_at = None  # one failure per stall
+        # A stall is the whole job's: charged to the lead, so it restarts the
+        # cluster (no single task to replace).
+        self._on_failure(
+            self.lead,
+            f"the job stalled: no task reported training progress for {idle:.0f} s "
+            f"(stall_timeout {timeout:.0f} s): " + "; ".join(named),
+        )
+
+    async def _relaunch_ready(self, now: float) -> None:
+        """Launch new attempts whose predecessor's container has ended."""
+        for task in sorted(self._relaunch, key=lambda t: (t.role.value, t.index)):
+            if self._outcome is not None:
+                return
+            if self._finishing_since is not None:
+                # The lead finished meanwhile: nothing to bring back.
+                self._relaunch.discard(task)
+                if task.retiring:
+                    with contextlib.suppress(Exception):
+                        await self.launcher.kill(task.retiring)
+                self._set(task, TaskState.KILLED, "not relaunched: the job finished")
+                continue
+            old = task.retiring
+            if old is not None:
+                info = self._containers.get(old)
+                if info is None or not info.ended:
+                    if now < task.retire_by:
+                        continue
+                    if not task.retire_killed:
+                        task.retire_killed = True
+                        task.retire_by = now + KILL_MARGIN
+                        self._note(task, f"killing the old container {old}")
+                        try:
+                            await self.launcher.kill(old)
+                        except Exception:  # already gone, or YARN is busy
+                            log.warning("killing %s failed", old, exc_info=True)
+                        continue
+                    # Killed and still not confirmed ended: go on (bounded).
+            task.retiring = None
+            self._relaunch.discard(task)
+            self._set(task, TaskState.REQUESTED, f"attempt {task.attempt}")
+            await self._launch(task)
 
     def _check_finishing(self, now: float) -> None:
         assert self._finishing_since is not None
@@ -705,6 +909,7 @@ class JobState:
                     "step": t.step,
                     "metrics": t.metrics,
                     "last_heartbeat_age": age,
+                    "failures": t.failures[-keep:],
                     "history": t.history[-keep:],
                 }
             )
@@ -713,6 +918,9 @@ class JobState:
             "generation": self.generation,
             "restarts": self.restarts,
             "restart_reasons": list(self.restart_reasons),
+            "max_restarts": self.spec.max_restarts,
+            "budget_used": self.budget_used,
+            "cluster_restarts": self.cluster_restarts,
             "started": self.started,
             "cluster_formed_at": self.cluster_formed_at,
             "diagnostics": self.diagnostics,

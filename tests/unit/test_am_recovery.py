@@ -1,0 +1,251 @@
+"""The recovery policy (issue 5) in the master's state, with YARN faked and time controlled."""
+
+from __future__ import annotations
+
+from _am_support import job
+from test_am_state import Clock, register, run, settle
+
+from am.launcher import FakeLauncher
+from am.state import JobState, Phase, TaskRejected, TaskState
+from tfyarn._proto import master_pb2 as pb
+from tfyarn.spec import Role
+
+PS_JOB = {"chief": 1, "ps": 1, "worker": 2}
+
+
+def reregister(state: JobState, role: str, index: int, attempt: int, port: int) -> None:
+    state.register(
+        pb.RegisterTaskRequest(
+            task=pb.TaskKey(role=role, index=index),
+            attempt=attempt,
+            host="h",
+            port=port,
+        )
+    )
+
+
+def form(state: JobState, launcher: FakeLauncher) -> dict[str, int]:
+    """Grant every container and register every task; return ports by task."""
+    for cid in list(launcher.containers):
+        launcher.grant(cid)
+    ports = {}
+    for n, (role, index) in enumerate(state.spec.task_keys()):
+        register(state, role.value, index, 2000 + n)
+        ports[f"{role.value}:{index}"] = 2000 + n
+    return ports
+
+
+async def tick(clock: Clock) -> None:
+    """One second later, after the loop ran (it polls YARN once per tick)."""
+    clock.now += 1
+    await settle()
+
+
+def started_env(launcher: FakeLauncher, container_id: str) -> dict[str, str]:
+    return next(env for cid, env in launcher.started if cid == container_id)
+
+
+def test_lost_ps_strategy_worker_is_replaced_alone_at_its_old_port() -> None:
+    spec = job(tasks=PS_JOB, max_restarts=2, stop_grace=2)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        ports = form(state, launcher)
+        assert state.generation == 1
+        launcher.end("worker_1", "KILLED", "Container killed")
+        clock.now += 1  # the loop polls YARN once per tick
+        await settle()
+        clock.now += 4  # past END_REPORT_GRACE: lost
+        await settle()
+        clock.now += 1
+        await settle()
+        worker = state.tasks[(Role.WORKER, 1)]
+        assert worker.attempt == 1
+        assert "worker_2" in launcher.containers  # the replacement's container
+        env = started_env(launcher, "worker_2")
+        assert env["TFYARN_ATTEMPT"] == "1"
+        assert env["TFYARN_PORT"] == str(ports["worker:1"])
+        assert env["TFYARN_RESTART"] == "0"  # not a cluster restart
+        # Nobody else was stopped or relaunched.
+        assert launcher.killed == []
+        assert len(launcher.started) == 5
+        for key in ("chief", "ps"):
+            assert state.tasks[(Role(key), 0)].state is TaskState.RUNNING
+        launcher.grant("worker_2")
+        reregister(state, "worker", 1, 1, ports["worker:1"])
+        assert worker.state is TaskState.RUNNING
+        assert state.generation == 1  # same addresses: same cluster
+        watcher = state.watch("worker", 1, 1, known=0)
+        event = pb.ClusterEvent.FromString(await anext(watcher.events()))
+        assert (
+            event.cluster_spec.jobs["worker"].addresses[1] == f"h:{ports['worker:1']}"
+        )
+        # The old attempt is refused.
+        try:
+            state.heartbeat("worker", 1, 0)
+        except TaskRejected as exc:
+            assert "replaced" in str(exc)
+        else:
+            raise AssertionError("old attempt accepted")
+        state.task_end("chief", 0, 0, 0, "")
+        clock.now += 60
+        await settle()
+
+    state, _ = run(spec, scenario)
+    assert state.phase is Phase.SUCCEEDED, state.diagnostics
+    assert state.restarts == 1 and state.budget_used == 1
+    assert state.restart_reasons[0].startswith("worker:1 replaced: worker:1")
+    snap = state.snapshot()
+    worker = next(t for t in snap["tasks"] if t["task"] == "worker:1")
+    assert worker["attempt"] == 1 and "was lost" in worker["failures"][0]
+
+
+def test_lost_ps_restarts_the_whole_cluster_with_a_new_generation() -> None:
+    spec = job(tasks=PS_JOB, max_restarts=1, stop_grace=2)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        ports = form(state, launcher)
+        chief = state.watch("chief", 0, 0, known=0)
+        state.task_end("ps", 0, 0, -9, "Killed")
+        await settle()
+        assert state.phase is Phase.RESTARTING
+        kinds = [
+            pb.ClusterEvent.FromString(e).WhichOneof("event")
+            async for e in chief.events()
+        ]
+        assert kinds == ["cluster_spec", "stop"]  # the chief hears Stop with grace
+        assert len(launcher.started) == 4  # nothing relaunched before the old end
+        # Old containers end (the ps one by itself, others after their Stop).
+        for cid in ("chief_0", "ps_0", "worker_0"):
+            launcher.end(cid, "SUCCEEDED")
+        clock.now += 1
+        await settle()
+        # worker_1 ignored its Stop: killed after stop_grace + KILL_MARGIN.
+        assert "worker_1" not in launcher.killed
+        clock.now += 7
+        await settle()
+        assert "worker_1" in launcher.killed
+        await tick(clock)
+        assert len(launcher.started) == 8
+        for _, env in launcher.started[4:]:
+            assert env["TFYARN_ATTEMPT"] == "1" and env["TFYARN_RESTART"] == "1"
+        assert started_env(launcher, "ps_1")["TFYARN_PORT"] == str(ports["ps:0"])
+        for cid in list(launcher.containers):
+            if launcher.containers[cid].state == "REQUESTED":
+                launcher.grant(cid)
+        for n, (role, index) in enumerate(spec.task_keys()):
+            reregister(state, role.value, index, 1, 3000 + n)  # new ports are fine
+        assert state.generation == 2 and state.phase is Phase.RUNNING
+        watcher = state.watch("worker", 0, 1, known=0)
+        event = pb.ClusterEvent.FromString(await anext(watcher.events()))
+        assert event.cluster_spec.generation == 2 and event.cluster_spec.restart == 1
+        state.task_end("chief", 0, 1, 0, "")
+        clock.now += 60
+        await settle()
+
+    state, _ = run(spec, scenario)
+    assert state.phase is Phase.SUCCEEDED, state.diagnostics
+    assert state.restart_reasons[0].startswith("cluster restarted: ps:0")
+    assert state.cluster_restarts == 1
+
+
+def test_replacement_that_cannot_keep_its_address_restarts_the_cluster() -> None:
+    spec = job(tasks=PS_JOB, max_restarts=1, stop_grace=1)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        state.task_end("worker", 0, 0, 1, "boom")
+        launcher.end("worker_0", "FAILED")
+        await tick(clock)
+        await tick(clock)
+        assert "worker_2" in launcher.containers
+        launcher.grant("worker_2")
+        reregister(state, "worker", 0, 1, 4444)  # its old port was taken
+        assert state.phase is Phase.RESTARTING
+        assert state.cluster_restarts == 1
+        state.request_kill("test over")
+
+    state, _ = run(spec, scenario)
+    assert state.budget_used == 1  # the same failure, not charged twice
+    assert "not at its old address h:2002" in state.restart_reasons[1]
+
+
+def test_all_reduce_worker_loss_restarts_every_task() -> None:
+    spec = job(tasks={"worker": 2}, max_restarts=1, stop_grace=1)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        state.task_end("worker", 1, 0, -9, "")
+        await settle()
+        assert state.phase is Phase.RESTARTING
+        assert state.tasks[(Role.WORKER, 0)].attempt == 1
+        state.request_kill("test over")
+
+    state, _ = run(spec, scenario)
+    assert state.restart_reasons[0].startswith("cluster restarted: worker:1")
+
+
+def test_past_the_budget_the_job_fails_listing_every_failure() -> None:
+    spec = job(tasks=PS_JOB, max_restarts=1, stop_grace=1)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        ports = form(state, launcher)
+        state.task_end("worker", 1, 0, 3, "first crash")
+        launcher.end("worker_1", "FAILED")
+        await tick(clock)
+        await tick(clock)
+        launcher.grant("worker_2")
+        reregister(state, "worker", 1, 1, ports["worker:1"])
+        state.task_end("worker", 1, 1, 4, "second crash")
+        await settle()
+
+    state, launcher = run(spec, scenario)
+    assert state.phase is Phase.FAILED
+    assert launcher.final is not None
+    text = launcher.final[1]
+    assert "restart budget is used up (1 of max_restarts=1)" in text
+    assert "1. worker:1 (attempt 0" in text and "first crash" in text
+    assert "2. worker:1 (attempt 1" in text and "second crash" in text
+
+
+def test_stalled_job_names_the_tasks_and_restarts_within_budget() -> None:
+    spec = job(tasks={"worker": 2}, max_restarts=0, stall_timeout=30)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        state.progress("worker", 0, 0, 5, {})
+        clock.now += 20
+        state.heartbeat("worker", 0, 0)
+        state.heartbeat("worker", 1, 0)
+        await settle()
+        assert state.phase is Phase.RUNNING
+        clock.now += 15
+        state.heartbeat("worker", 0, 0)
+        state.heartbeat("worker", 1, 0)
+        await settle()
+
+    state, launcher = run(spec, scenario)
+    assert state.phase is Phase.FAILED
+    text = launcher.final[1] if launcher.final else ""
+    assert "no task reported training progress for 35 s" in text
+    assert "worker:0 at step 5 for 35 s" in text
+    assert "worker:1 never reported progress" in text
+
+
+def test_wedged_worker_is_killed_at_once_and_replaced() -> None:
+    spec = job(tasks=PS_JOB, max_restarts=1, heartbeat_timeout=10, stop_grace=5)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        clock.now += 11
+        for role, index in (("chief", 0), ("ps", 0), ("worker", 0)):
+            state.heartbeat(role, index, 0)
+        await settle()
+        await settle()
+        assert "worker_1" in launcher.killed  # no grace for a silent process
+        clock.now += 1
+        await settle()
+        assert "worker_2" in launcher.containers
+        state.request_kill("test over")
+
+    state, _ = run(spec, scenario)
+    assert "sent no heartbeat" in state.restart_reasons[0]
