@@ -27,6 +27,7 @@ from typing import Any
 
 from am.launcher import PENDING_STATES, ContainerInfo, Launcher
 from tfyarn import _env
+from tfyarn._master_client import heartbeat_interval, heartbeat_timeout
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.spec import ROLES, JobSpec, Role
 
@@ -723,7 +724,9 @@ class JobState:
         )
 
     def _check_heartbeats(self, now: float) -> None:
-        timeout = self.spec.heartbeat_timeout
+        # Big jobs heartbeat less often (tfyarn._master_client.heartbeat_interval).
+        interval = heartbeat_interval(self.spec.heartbeat_interval, len(self.tasks))
+        timeout = heartbeat_timeout(self.spec.heartbeat_timeout, interval)
         for task in self.tasks.values():
             if (
                 task.state.is_registered()

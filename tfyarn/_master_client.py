@@ -30,8 +30,32 @@ CHANNEL_OPTIONS = (
     # A 5000-task ClusterSpec is ~150 kB; leave generous room above the 4 MB default.
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
 )
+# The master answers a few thousand small calls a second on one core; big jobs
+# heartbeat less often so heartbeats stay under this rate (5000 tasks: 10 s).
+HEARTBEATS_PER_SECOND = 500
+# A task is lost only after missing this many heartbeats in a row.
+MISSED_HEARTBEATS = 3
+
 # Worth retrying: the master is starting, restarting or briefly overloaded.
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def heartbeat_interval(configured: float, tasks: int) -> float:
+    """Seconds between one task's heartbeats: the configured value, longer for big jobs.
+
+    Examples
+    --------
+    >>> heartbeat_interval(2.0, 10)
+    2.0
+    >>> heartbeat_interval(2.0, 5000)
+    10.0
+    """
+    return max(configured, tasks / HEARTBEATS_PER_SECOND)
+
+
+def heartbeat_timeout(configured: float, interval: float) -> float:
+    """The silence after which a task is lost: never under a few intervals."""
+    return max(configured, MISSED_HEARTBEATS * interval)
 
 
 def find_credentials() -> tuple[bytes, bytes]:

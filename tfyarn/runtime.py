@@ -30,7 +30,12 @@ from pathlib import Path
 import grpc
 
 from tfyarn import _env, _tfconfig
-from tfyarn._master_client import MasterClient, backoff_delays, call_until
+from tfyarn._master_client import (
+    MasterClient,
+    backoff_delays,
+    call_until,
+    heartbeat_interval,
+)
 from tfyarn._ports import reserve_port, reserved_port
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.errors import MasterUnavailableError, SpecError
@@ -46,6 +51,8 @@ _FATAL_CODES = (
     grpc.StatusCode.INVALID_ARGUMENT,
     grpc.StatusCode.ALREADY_EXISTS,
 )
+# How long a replaced task waits for its predecessor's port to be free.
+PORT_WAIT = 15.0
 EXIT_RUNTIME_ERROR = 1
 EXIT_BAD_ENV = 2
 
@@ -183,14 +190,26 @@ class Runtime:
             self.master.close()
 
     def _reserve(self) -> socket.socket:
-        """Hold the task's port: TFYARN_PORT if given and free, else any."""
+        """Hold the task's port: TFYARN_PORT if given and free, else any.
+
+        A replaced task asks for its predecessor's port so its address stays
+        the same. Another process of this user may still be serving there (a
+        TensorFlow server that outlived its task for a moment): both would
+        bind with SO_REUSEPORT and share the connections, so wait (bounded)
+        until nothing listens there.
+        """
+        if not self.ctx.port:
+            return reserve_port(0)
+        deadline = time.monotonic() + PORT_WAIT
+        while _listening(self.ctx.port) and time.monotonic() < deadline:
+            time.sleep(0.5)
         try:
+            if _listening(self.ctx.port):
+                raise OSError(f"a server still listens on port {self.ctx.port}")
             return reserve_port(self.ctx.port)
         except OSError as exc:
-            if not self.ctx.port:
-                raise
-            # The predecessor's port was taken meanwhile: a new address is
-            # fine, the master publishes it in the next ClusterSpec.
+            # The predecessor's port was taken meanwhile: the master sees the
+            # new address and decides (a PS-mode worker's cluster restarts).
             log.warning("port %d is taken (%s); reserving another", self.ctx.port, exc)
             return reserve_port(0)
 
@@ -380,7 +399,9 @@ class Runtime:
         request = pb.HeartbeatRequest(
             task=self.ctx.task_key(), attempt=self.ctx.attempt
         )
-        interval = self.spec.heartbeat_interval
+        interval = heartbeat_interval(
+            self.spec.heartbeat_interval, len(self.spec.task_keys())
+        )
         last_ok = time.monotonic()
         while not self.done.wait(interval):
             try:
@@ -413,6 +434,17 @@ def _die_with_parent() -> tuple[str, ...]:
     if "--pdeathsig" not in probe.stdout:
         return ()
     return (setpriv, "--pdeathsig", "KILL", "--")
+
+
+def _listening(port: int) -> bool:
+    """Whether something accepts connections on this port of this host."""
+    for host in ("127.0.0.1", "::1"):
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _signal(child: subprocess.Popen[bytes], sig: int) -> None:

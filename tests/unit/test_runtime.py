@@ -288,3 +288,48 @@ def test_a_taken_tfyarn_port_falls_back_to_another(
     finally:
         held.close()
         blocker.close()
+
+
+def test_a_replaced_task_waits_for_the_old_server_on_its_port(
+    credentials: tuple[bytes, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A predecessor's TF server (SO_REUSEPORT, listening) would share the port."""
+    import socket
+
+    from tfyarn import runtime
+
+    old = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    old.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    old.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    old.bind(("::", 0))
+    old.listen()
+    port = old.getsockname()[1]
+    threading.Timer(1.0, old.close).start()  # the old server goes away
+    spec = job()
+    env = {
+        "TFYARN_JOB": spec.to_env(),
+        "TFYARN_ROLE": "worker",
+        "TFYARN_TASK_INDEX": "0",
+        "TFYARN_MASTER_ADDRESS": "127.0.0.1:1",
+        "TFYARN_PORT": str(port),
+    }
+    rt = Runtime(TaskContext.from_env(env), credentials=credentials, workdir=tmp_path)
+    held = rt._reserve()
+    try:
+        assert held.getsockname()[1] == port  # waited, then took it back
+    finally:
+        held.close()
+    # One that never goes away: another port after PORT_WAIT.
+    monkeypatch.setattr(runtime, "PORT_WAIT", 0.5)
+    stuck = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    stuck.bind(("::", 0))
+    stuck.listen()
+    env["TFYARN_PORT"] = str(stuck.getsockname()[1])
+    rt = Runtime(TaskContext.from_env(env), credentials=credentials, workdir=tmp_path)
+    held = rt._reserve()
+    try:
+        assert held.getsockname()[1] != stuck.getsockname()[1]
+    finally:
+        held.close()
+        stuck.close()
