@@ -1,0 +1,245 @@
+"""Surviving failures (issue 5): faults injected from outside into real jobs.
+
+Each test submits a tiny training job that checkpoints to HDFS and reports
+progress, waits until it trains, injects one fault the way it happens in
+production (SIGKILL, SIGSTOP, a dead application master) into exactly this
+job's processes (found through /proc/<pid>/environ, see _faults.py), and then
+checks that the job ends SUCCEEDED with the expected accuracy and a step count
+at or past its target, within a bounded time (or FAILED with every failure
+listed, when the restart budget runs out).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _faults import kill_am_container, kill_task, task_process
+from _hdfs import hdfs_dir
+from helpers import Job, accuracy_from, running_job
+
+from tfyarn import client
+
+pytestmark = [pytest.mark.yarn, pytest.mark.hdfs, pytest.mark.slow]
+
+JOBS = Path(__file__).with_name("jobs")
+PS_JOB = JOBS / "recovery_ps.py"
+MWMS_JOB = JOBS / "recovery_mwms.py"
+# Small timeouts, so faults are noticed quickly and nothing can hang long.
+FAST = {
+    "heartbeat_interval": 1,
+    "heartbeat_timeout": 8,
+    "registration_timeout": 150,
+    "stop_grace": 3,
+    "worker_grace": 3,
+    "ps_memory": "512 MiB",
+    "worker_memory": "512 MiB",
+    "chief_memory": "768 MiB",
+}
+PS_TASKS = {"num_chief": 1, "num_ps": 1, "num_worker": 2}
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    yield from hdfs_dir()
+
+
+def snapshot(job: Job) -> dict[str, Any]:
+    return dict(client.status(job.app_id, client=job.yarn).master or {})
+
+
+def wait_for_step(job: Job, task: str, step: int, timeout: float = 240) -> int:
+    """Wait until ``task`` reported at least ``step``; return the step it reported."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        snap = snapshot(job)
+        for t in snap.get("tasks", []):
+            if t["task"] == task and t.get("step") is not None and t["step"] >= step:
+                return int(t["step"])
+        status = client.status(job.app_id, client=job.yarn)
+        assert not status.done, f"job ended early: {status.diagnostics}"
+        time.sleep(0.5)
+    pytest.fail(f"{task} did not reach step {step} within {timeout:.0f} s")
+
+
+def task_entry(snap: dict[str, Any], task: str) -> dict[str, Any]:
+    return next(t for t in snap["tasks"] if t["task"] == task)
+
+
+def steps(text: str, key: str) -> list[int]:
+    return [int(v) for v in re.findall(rf"{key}=(\d+)", text)]
+
+
+def assert_trained(job: Job, lead: str, target: int) -> str:
+    """The lead's last attempt printed steps >= target and a good accuracy."""
+    log = job.logs(lead)
+    assert steps(log, "steps") and steps(log, "steps")[-1] >= target, log[-3000:]
+    assert accuracy_from(log) >= 0.9
+    return log
+
+
+def test_lost_ps_worker_is_replaced_alone_and_training_continues(
+    skein_client: Any, base: str
+) -> None:
+    args = ["--checkpoint_dir", f"{base}/ps-worker", "--steps", "500"]
+    with running_job(
+        skein_client, PS_JOB, args=args, max_restarts=2, **PS_TASKS, **FAST
+    ) as job:
+        wait_for_step(job, "chief:0", 60)
+        chief_pid = task_process(job.app_id, "chief:0").pid
+        ps_pid = task_process(job.app_id, "ps:0").pid
+        killed_at = time.monotonic()
+        kill_task(job.app_id, "worker:1")
+        # The replacement registers at the old address while the chief trains on.
+        deadline = time.monotonic() + 120
+        while True:
+            snap = snapshot(job)
+            worker = task_entry(snap, "worker:1")
+            if worker["attempt"] == 1 and worker["state"] == "RUNNING":
+                break
+            assert time.monotonic() < deadline, worker
+            time.sleep(0.5)
+        rejoined = time.monotonic() - killed_at
+        assert snap["generation"] == 1  # same addresses: no new cluster
+        assert task_entry(snap, "chief:0")["attempt"] == 0
+        assert task_entry(snap, "worker:0")["attempt"] == 0
+        # Nobody else was restarted: the very same processes still run.
+        assert task_process(job.app_id, "chief:0").pid == chief_pid
+        assert task_process(job.app_id, "ps:0").pid == ps_pid
+        final = job.wait(timeout=300)
+        log = assert_trained(job, "chief:0", 500)
+    assert final.succeeded
+    assert steps(log, "start_step") == [0]  # the chief never restarted
+    assert any("restart 1: worker:1 replaced" in e for e in job.events), job.events
+    print(f"worker:1 rejoined {rejoined:.1f} s after the kill")
+
+
+def test_lost_ps_restarts_the_cluster_from_the_checkpoint(
+    skein_client: Any, base: str
+) -> None:
+    args = ["--checkpoint_dir", f"{base}/ps-ps", "--steps", "300"]
+    with running_job(
+        skein_client, PS_JOB, args=args, max_restarts=2, **PS_TASKS, **FAST
+    ) as job:
+        wait_for_step(job, "chief:0", 100)  # past the first checkpoint (40)
+        kill_task(job.app_id, "ps:0")
+        final = job.wait(timeout=400)
+        log = assert_trained(job, "chief:0", 300)
+    assert final.succeeded
+    started = steps(log, "start_step")
+    assert len(started) == 2 and started[0] == 0 and started[1] >= 40, started
+    assert any("restart 1: cluster restarted: ps:0" in e for e in job.events)
+
+
+def test_lost_chief_restarts_the_cluster_from_the_checkpoint(
+    skein_client: Any, base: str
+) -> None:
+    args = ["--checkpoint_dir", f"{base}/ps-chief", "--steps", "300"]
+    with running_job(
+        skein_client, PS_JOB, args=args, max_restarts=1, **PS_TASKS, **FAST
+    ) as job:
+        wait_for_step(job, "chief:0", 100)
+        kill_task(job.app_id, "chief:0")
+        final = job.wait(timeout=400)
+        log = assert_trained(job, "chief:0", 300)
+    assert final.succeeded
+    started = steps(log, "start_step")
+    assert len(started) == 2 and started[1] >= 40, started
+    assert any("cluster restarted: chief:0" in e for e in job.events)
+
+
+def test_lost_all_reduce_worker_restarts_every_worker_from_the_checkpoint(
+    skein_client: Any, base: str
+) -> None:
+    args = ["--checkpoint_dir", f"{base}/mwms", "--steps", "200"]
+    with running_job(
+        skein_client, MWMS_JOB, args=args, max_restarts=1, num_worker=2, **FAST
+    ) as job:
+        wait_for_step(job, "worker:0", 60)  # past the first checkpoint (30)
+        kill_task(job.app_id, "worker:1")
+        final = job.wait(timeout=400)
+        log = assert_trained(job, "worker:0", 200)
+        other = job.logs("worker:1")
+    assert final.succeeded
+    for text in (log, other):
+        started = steps(text, "start_step")
+        assert len(started) == 2 and started[1] >= 30, started
+    assert any("cluster restarted: worker:1" in e for e in job.events)
+
+
+def test_wedged_worker_is_lost_after_the_heartbeat_timeout_and_replaced(
+    skein_client: Any, base: str
+) -> None:
+    args = ["--checkpoint_dir", f"{base}/ps-stop", "--steps", "400"]
+    with running_job(
+        skein_client, PS_JOB, args=args, max_restarts=1, **PS_TASKS, **FAST
+    ) as job:
+        wait_for_step(job, "chief:0", 60)
+        # Wedge the whole task: its runtime (no heartbeats) and its script.
+        runtime = kill_task(job.app_id, "worker:0", signal.SIGSTOP, script=False)
+        kill_task(job.app_id, "worker:0", signal.SIGSTOP)
+        final = job.wait(timeout=400)
+        log = assert_trained(job, "chief:0", 400)
+        assert not Path(f"/proc/{runtime.pid}/status").exists() or "zombie" in (
+            Path(f"/proc/{runtime.pid}/status").read_text()
+        ), "the wedged container was not killed"
+    assert final.succeeded
+    assert any(
+        "worker:0 replaced" in e and "sent no heartbeat" in e for e in job.events
+    ), job.events
+    assert steps(log, "start_step") == [0]
+
+
+def test_dead_application_master_is_restarted_by_yarn_and_resumes(
+    skein_client: Any, base: str
+) -> None:
+    args = ["--checkpoint_dir", f"{base}/am", "--steps", "300"]
+    with running_job(
+        skein_client,
+        PS_JOB,
+        args=args,
+        max_restarts=0,
+        max_am_attempts=2,
+        **PS_TASKS,
+        **FAST,
+    ) as job:
+        wait_for_step(job, "chief:0", 100)
+        kill_am_container(job.app_id)
+        final = job.wait(timeout=400)
+        log = assert_trained(job, "chief:0", 300)
+    assert final.succeeded
+    started = steps(log, "start_step")
+    assert len(started) == 2 and started[1] >= 40, started
+
+
+def test_past_the_restart_budget_the_job_fails_listing_every_failure(
+    skein_client: Any, base: str
+) -> None:
+    args = ["--checkpoint_dir", f"{base}/budget", "--steps", "100000"]
+    with running_job(
+        skein_client, PS_JOB, args=args, max_restarts=1, **PS_TASKS, **FAST
+    ) as job:
+        wait_for_step(job, "chief:0", 20)
+        kill_task(job.app_id, "worker:1")
+        # The replacement (attempt 1) fails too: the budget of 1 is spent.
+        deadline = time.monotonic() + 150
+        while True:
+            try:
+                kill_task(job.app_id, "worker:1", attempt=1)
+                break
+            except AssertionError:
+                assert time.monotonic() < deadline, "no replacement of worker:1"
+                time.sleep(1)
+        started = time.monotonic()
+        final = job.wait_for_end(timeout=120)
+        elapsed = time.monotonic() - started
+    assert final.final_status == "FAILED"
+    text = final.diagnostics
+    assert "restart budget is used up (1 of max_restarts=1)" in text, text
+    assert "1. worker:1 (attempt 0" in text and "2. worker:1 (attempt 1" in text
+    assert elapsed < 60
