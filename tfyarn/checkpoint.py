@@ -59,6 +59,8 @@ def _checkpoint_prefix(name: str) -> str | None:
         return name[: -len(".index")]
     if ".data-" in name:
         return name.split(".data-", 1)[0]
+    if name.endswith(".meta"):  # TF1 Saver's graph, part of its checkpoint
+        return name[: -len(".meta")]
     return None
 
 
@@ -242,6 +244,132 @@ class CheckpointManager:
                 and prefix not in keep
             ):
                 self._fs.delete(info.url)
+
+
+# -- TF1: a Saver's local directory mirrored to HDFS -----------------------------
+
+
+def download_latest(directory: str, local_dir: str) -> str | None:
+    """Copy the newest checkpoint at ``directory`` into ``local_dir``.
+
+    For TF1 programs whose ``Saver`` / ``MonitoredTrainingSession`` restores
+    from a local ``checkpoint_dir``: call this before the session starts.
+
+    Parameters
+    ----------
+    directory : str
+        Remote directory written by :func:`upload_latest` (``hdfs://...``).
+    local_dir : str
+        Local directory (created).
+
+    Returns
+    -------
+    str or None
+        Local prefix of the checkpoint copied, or ``None`` if there is none yet.
+
+    Raises
+    ------
+    HdfsError
+        The remote state file names a checkpoint whose files are missing.
+    """
+    fs = _fs.resolve(directory)
+    state_url = _fs.join(directory, STATE_FILE)
+    if not fs.exists(state_url):
+        return None
+    os.makedirs(local_dir, exist_ok=True)
+    fs.get_file(state_url, os.path.join(local_dir, STATE_FILE))
+    state = _read_state(local_dir)
+    if state is None or not state.model_checkpoint_path:
+        return None
+    prefix = os.path.basename(state.model_checkpoint_path)
+    infos = [
+        i
+        for i in fs.glob(_fs.join(directory, prefix + ".*"))
+        if _checkpoint_prefix(i.url.rsplit("/", 1)[-1]) == prefix
+    ]
+    names = [i.url.rsplit("/", 1)[-1] for i in infos]
+    if prefix + ".index" not in names or not any(".data-" in n for n in names):
+        raise HdfsError(
+            f"checkpoint {_fs.join(directory, prefix)} is listed in {state_url} but "
+            f"its files are incomplete (found {names}). Delete the state file to "
+            "start over, or restore an older checkpoint by hand."
+        )
+    for info in infos:
+        fs.get_file(info.url, os.path.join(local_dir, info.url.rsplit("/", 1)[-1]))
+    # Only the newest checkpoint came along: the state file must say so, or a
+    # local Saver would try to prune files that are not here.
+    _write_state(local_dir, [prefix])
+    return os.path.join(local_dir, prefix)
+
+
+def upload_latest(local_dir: str, directory: str) -> str | None:
+    """Upload the newest checkpoint of ``local_dir`` to ``directory``.
+
+    Data, ``.meta`` and ``.index`` files first, then a ``checkpoint`` state
+    file with relative paths (so it restores in any container), then remote
+    checkpoints the local state no longer lists are deleted.
+
+    Returns
+    -------
+    str or None
+        Remote prefix uploaded, or ``None`` if ``local_dir`` holds no checkpoint.
+    """
+    state = _read_state(local_dir)
+    if state is None or not state.model_checkpoint_path:
+        return None
+    keep = [os.path.basename(p) for p in state.all_model_checkpoint_paths]
+    prefix = os.path.basename(state.model_checkpoint_path)
+    if prefix not in keep:
+        keep.append(prefix)
+    fs = _fs.resolve(directory)
+    fs.mkdirs(directory)
+    files = sorted(n for n in os.listdir(local_dir) if _checkpoint_prefix(n) == prefix)
+    files.sort(key=lambda n: n.endswith(".index"))  # the index says "complete"
+    for name in files:
+        fs.put_file(os.path.join(local_dir, name), _fs.join(directory, name))
+    scratch = tempfile.mkdtemp(prefix="tfyarn-ckpt-state-")
+    try:
+        _write_state(scratch, keep)
+        fs.put_file(os.path.join(scratch, STATE_FILE), _fs.join(directory, STATE_FILE))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    for info in fs.ls(directory):
+        old = _checkpoint_prefix(info.url.rsplit("/", 1)[-1])
+        if old is not None and old not in keep:
+            fs.delete(info.url)
+    log.info("uploaded %s", _fs.join(directory, prefix))
+    return _fs.join(directory, prefix)
+
+
+def _write_state(local_dir: str, prefixes: list[str]) -> None:
+    """A ``checkpoint`` state file listing ``prefixes`` (newest last), relative."""
+    import tensorflow as tf
+
+    tf.compat.v1.train.update_checkpoint_state(
+        local_dir, prefixes[-1], all_model_checkpoint_paths=prefixes
+    )
+
+
+def saver_listener(directory: str, local_dir: str) -> Any:
+    """A ``CheckpointSaverListener`` that uploads each new checkpoint.
+
+    Pass it to a ``tf.compat.v1.train.CheckpointSaverHook`` saving into
+    ``local_dir`` (on the chief); each save, and the hook's final one, is then
+    copied to ``directory`` with :func:`upload_latest`.
+
+    Examples
+    --------
+    >>> hook = tf.compat.v1.train.CheckpointSaverHook(
+    ...     local_dir, save_steps=100, saver=saver,
+    ...     listeners=[saver_listener("hdfs:///ckpt", local_dir)])  # doctest: +SKIP
+    """
+    import tensorflow as tf
+
+    class Upload(tf.compat.v1.train.CheckpointSaverListener):  # type: ignore[misc]
+        def after_save(self, session: Any, global_step_value: Any) -> None:
+            upload_latest(local_dir, directory)
+
+    return Upload()
 
 
 def checkpoint_callback(

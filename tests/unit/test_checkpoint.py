@@ -14,6 +14,7 @@ tf = pytest.importorskip("tensorflow")
 
 from tfyarn import checkpoint as ckpt_mod
 from tfyarn.data import fs as _fs
+from tfyarn.errors import HdfsError
 
 
 def _ckpt(value: float) -> tuple:
@@ -149,3 +150,54 @@ def test_keras_callback_saves_and_restores(tmp_path) -> None:
     second.fit(x, y, epochs=0, verbose=0, callbacks=[cb])
     for a, b in zip(first.get_weights(), second.get_weights(), strict=True):
         np.testing.assert_allclose(a, b)
+
+
+def _tf1_saves(local: str, remote: str, values: list[float]) -> None:
+    """A TF1 Saver (absolute paths in its state file) saving, each save uploaded."""
+    v1 = tf.compat.v1
+    with tf.Graph().as_default():
+        v = v1.get_variable("v", initializer=0.0)
+        step = v1.train.get_or_create_global_step()
+        saver = v1.train.Saver(max_to_keep=2)
+        listener = ckpt_mod.saver_listener(remote, local)
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            for i, value in enumerate(values, start=1):
+                sess.run([v.assign(value), step.assign(i * 10)])
+                saver.save(sess, os.path.join(local, "model.ckpt"), global_step=step)
+                listener.after_save(sess, i * 10)
+
+
+def test_tf1_directory_upload_and_download(tmp_path) -> None:
+    local, remote = str(tmp_path / "a"), str(tmp_path / "remote")
+    assert ckpt_mod.download_latest(remote, str(tmp_path / "none")) is None
+    _tf1_saves(local, remote, [1.0, 2.0, 3.0])
+    # max_to_keep=2 pruned model.ckpt-10 remotely too; .meta travels along.
+    assert sorted(os.listdir(remote)) == [
+        "checkpoint",
+        *[
+            f"model.ckpt-{n}.{ext}"
+            for n in (20, 30)
+            for ext in ("data-00000-of-00001", "index", "meta")
+        ],
+    ]
+    state = open(os.path.join(remote, "checkpoint")).read()
+    assert str(tmp_path) not in state  # relative: restores in any container
+    # A new container: download, then TF's own latest_checkpoint finds it.
+    fresh = str(tmp_path / "b")
+    prefix = ckpt_mod.download_latest(remote, fresh)
+    assert prefix == os.path.join(fresh, "model.ckpt-30")
+    assert tf.train.latest_checkpoint(fresh) == prefix
+    assert tf.train.load_variable(prefix, "v") == 3.0
+    assert tf.train.load_variable(prefix, "global_step") == 30
+    # The new container continues; its saves replace the old ones remotely.
+    _tf1_saves(fresh, remote, [4.0])
+    assert "model.ckpt-20.index" not in os.listdir(remote)
+
+
+def test_tf1_download_refuses_incomplete_checkpoint(tmp_path) -> None:
+    local, remote = str(tmp_path / "a"), str(tmp_path / "remote")
+    _tf1_saves(local, remote, [1.0])
+    os.remove(os.path.join(remote, "model.ckpt-10.index"))
+    with pytest.raises(HdfsError, match="incomplete"):
+        ckpt_mod.download_latest(remote, str(tmp_path / "b"))
