@@ -181,7 +181,8 @@ def test_tf1_directory_upload_and_download(tmp_path) -> None:
             for ext in ("data-00000-of-00001", "index", "meta")
         ],
     ]
-    state = open(os.path.join(remote, "checkpoint")).read()
+    with open(os.path.join(remote, "checkpoint")) as f:
+        state = f.read()
     assert str(tmp_path) not in state  # relative: restores in any container
     # A new container: download, then TF's own latest_checkpoint finds it.
     fresh = str(tmp_path / "b")
