@@ -2,17 +2,20 @@
 
 Run on YARN (the chief coordinates; ps and workers serve)::
 
+    tfyarn data make-example hdfs:///tmp/tfyarn/digits      # once
     tfyarn submit --num_chief 1 --num_ps 1 --num_worker 2 \\
-        examples/ps_coordinator.py --steps 300
+        examples/ps_coordinator.py --steps 200
 
-ps and worker tasks only run a ``tf.distribute.Server`` and wait; the chief
-builds a ``ParameterServerStrategy``, schedules training steps on the workers
-with a ``ClusterCoordinator`` and a custom loop (Keras 3 dropped ``model.fit``
-for this strategy), then evaluates on held-out data and prints
-``accuracy=0.9xxx``. When the chief exits 0, tfyarn stops the servers.
-
-The problem is synthetic and in memory: points in 10 dimensions labelled by
-which side of a fixed hyperplane they lie on (linearly separable).
+Each worker first copies its own shard of the digits TFRecords (``--data``,
+split by its place in ``TF_CONFIG``) from HDFS to local disk, then serves; ps
+tasks only serve. The chief builds a ``ParameterServerStrategy`` and schedules
+training steps on the workers with a ``ClusterCoordinator`` and a custom loop
+(Keras 3 dropped ``model.fit`` for this strategy); each worker's steps read its
+local shard. The chief checkpoints to ``--checkpoint_dir`` on HDFS, so a job
+started again with the same directory, or restarted by tfyarn after a failure,
+resumes from the latest checkpoint, until the step count reaches ``--steps``.
+It prints ``start_step=``, ``steps=`` and the held-out ``accuracy=``; when it
+exits 0, tfyarn stops the servers.
 """
 
 from __future__ import annotations
@@ -20,25 +23,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
-import numpy as np
 import tensorflow as tf
 
-DIM = 10
+import tfyarn
+import tfyarn.data as td
+from tfyarn.checkpoint import CheckpointManager
+
+HIDDEN = 64
 
 
-def make_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Linearly separable points: label = (x . w_true + 0.1 > 0)."""
-    rng = np.random.default_rng(seed)
-    w_true = np.random.default_rng(0).normal(size=DIM).astype("float32")
-    x = rng.normal(size=(n, DIM)).astype("float32")
-    y = (x @ w_true + 0.1 > 0).astype("float32")
-    return x, y
-
-
-def serve(task: dict) -> None:
+def serve(task: dict, args: argparse.Namespace) -> None:
     """ps and worker tasks: host variables / run steps until tfyarn stops us."""
+    if task["type"] == "worker":
+        # Before the server starts: the chief's dataset function reads it here.
+        td.stage_shard(args.data + "/train-*", "train")
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     server = tf.distribute.Server(
         resolver.cluster_spec(),
@@ -56,69 +55,78 @@ def coordinate(args: argparse.Namespace) -> None:
     strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
 
-    with strategy.scope():
-        w = tf.Variable(tf.zeros([DIM, 1]), name="w")
-        b = tf.Variable(tf.zeros([1]), name="b")
+    with strategy.scope():  # the variables live on the ps
+        w1 = tf.Variable(tf.random.stateless_normal([64, HIDDEN], [1, 2]) * 0.18)
+        b1 = tf.Variable(tf.zeros([HIDDEN]))
+        w2 = tf.Variable(tf.random.stateless_normal([HIDDEN, 10], [3, 4]) * 0.3)
+        b2 = tf.Variable(tf.zeros([10]))
+        step = tf.Variable(0, dtype=tf.int64, name="step")
+    params = [w1, b1, w2, b2]
 
-    def dataset_fn() -> tf.data.Dataset:
-        x, y = make_data(4096, seed=1)
-        ds = tf.data.Dataset.from_tensor_slices((x, y[:, None]))
-        return ds.shuffle(4096).repeat().batch(args.batch_size)
+    def logits_of(x: tf.Tensor) -> tf.Tensor:
+        return tf.nn.relu(x @ w1 + b1) @ w2 + b2
 
-    per_worker = coordinator.create_per_worker_dataset(dataset_fn)
-    per_worker_iter = iter(per_worker)
+    checkpoint = tf.train.Checkpoint(params=params, step=step)
+    manager = CheckpointManager(
+        checkpoint, args.checkpoint_dir, max_to_keep=2, chief=True
+    )
+    manager.restore_or_initialize()
+    print(f"start_step={int(step)}", flush=True)
+
+    dataset_fn = td.per_worker_dataset_fn(
+        "train", batch_size=args.batch_size, map_fn=td.parse_digits, shuffle_buffer=1000
+    )
+    iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
 
     @tf.function
     def train_step(iterator: tf.data.Iterator) -> tf.Tensor:
         def replica_fn(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
             with tf.GradientTape() as tape:
-                logits = tf.matmul(x, w) + b
                 loss = tf.reduce_mean(
-                    tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits)
+                    tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits_of(x))
                 )
-            gw, gb = tape.gradient(loss, [w, b])
             # Plain SGD on the ps variables: async updates, no Keras optimizer
             # (its step counter loses increments under async PS).
-            w.assign_sub(args.learning_rate * gw)
-            b.assign_sub(args.learning_rate * gb)
+            for var, grad in zip(params, tape.gradient(loss, params), strict=True):
+                var.assign_sub(args.learning_rate * grad)
+            step.assign_add(1)
             return loss
 
-        x, y = next(iterator)
-        return strategy.run(replica_fn, args=(x, y))
+        return strategy.run(replica_fn, args=next(iterator))
 
-    start = time.time()
-    losses = [
-        coordinator.schedule(train_step, args=(per_worker_iter,))
-        for _ in range(args.steps)
-    ]
-    coordinator.join()
-    # Count steps ourselves: every scheduled closure ran at least once.
-    done = sum(1 for r in losses if r.fetch() is not None)
-    elapsed = time.time() - start
+    # Schedule in rounds: after each, report progress and maybe checkpoint.
+    while int(step) < args.steps:
+        todo = min(args.checkpoint_every, args.steps - int(step))
+        losses = [coordinator.schedule(train_step, (iterator,)) for _ in range(todo)]
+        coordinator.join()
+        loss = float(losses[-1].fetch())
+        tfyarn.report_progress(int(step), loss=loss, total_steps=args.steps)
+        manager.save()
+        print(f"step {int(step)}: loss={loss:.4f}", flush=True)
+    print(f"steps={int(step)}", flush=True)
 
-    x_test, y_test = make_data(2000, seed=2)
-    logits = x_test @ w.numpy() + b.numpy()
-    accuracy = float(np.mean((logits[:, 0] > 0) == (y_test > 0.5)))
-    print(
-        f"steps={done} last_loss={float(losses[-1].fetch()):.4f} seconds={elapsed:.1f}",
-        flush=True,
-    )
+    test = td.tfrecord_dataset(args.data + "/test-*", shard=td.Shard(0, 1))
+    x, y = td.parse_digits(next(iter(test.batch(100_000))))
+    predicted = tf.argmax(logits_of(x), axis=1)
+    accuracy = float(tf.reduce_mean(tf.cast(predicted == y, tf.float32)))
     print(f"accuracy={accuracy:.4f}", flush=True)
-    if accuracy < args.min_accuracy:
-        raise SystemExit(f"accuracy {accuracy:.4f} is below {args.min_accuracy}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--data", default="hdfs:///tmp/tfyarn/digits")
+    parser.add_argument(
+        "--checkpoint_dir", default="hdfs:///tmp/tfyarn/checkpoints/ps_coordinator"
+    )
+    parser.add_argument("--steps", type=int, default=200, help="total, across runs")
+    parser.add_argument("--checkpoint_every", type=int, default=50)
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=0.5)
-    parser.add_argument("--min_accuracy", type=float, default=0.9)
     args = parser.parse_args()
 
     task = json.loads(os.environ["TF_CONFIG"])["task"]
     if task["type"] in ("ps", "worker"):
-        serve(task)
+        serve(task, args)
     elif task["type"] == "chief":
         coordinate(args)
     else:
