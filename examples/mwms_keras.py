@@ -69,7 +69,7 @@ def main() -> None:
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step)
     manager = CheckpointManager(checkpoint, args.checkpoint_dir, max_to_keep=2)
     manager.restore_or_initialize()
-    print(f"start_step={int(step)}", flush=True)
+    print(f"start_step={int(step.numpy())}", flush=True)
 
     def replica_step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
         with tf.GradientTape() as tape:
@@ -89,12 +89,14 @@ def main() -> None:
         step.assign_add(1)
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
-    while int(step) < args.steps:
+    current = int(step.numpy())
+    while current < args.steps:
         loss = float(train_step())
-        tfyarn.report_progress(int(step), loss=loss, total_steps=args.steps)
-        if int(step) % args.checkpoint_every == 0 or int(step) == args.steps:
+        current = int(step.numpy())
+        tfyarn.report_progress(current, loss=loss, total_steps=args.steps)
+        if current % args.checkpoint_every == 0 or current == args.steps:
             manager.save()  # every worker calls it; only worker 0 uploads
-    print(f"steps={int(step)}", flush=True)
+    print(f"steps={current}", flush=True)
 
     if is_chief():
         test = td.tfrecord_dataset(args.data + "/test-*", shard=td.Shard(0, 1))

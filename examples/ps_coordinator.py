@@ -71,7 +71,7 @@ def coordinate(args: argparse.Namespace) -> None:
         checkpoint, args.checkpoint_dir, max_to_keep=2, chief=True
     )
     manager.restore_or_initialize()
-    print(f"start_step={int(step)}", flush=True)
+    print(f"start_step={int(step.numpy())}", flush=True)
 
     dataset_fn = td.per_worker_dataset_fn(
         "train", batch_size=args.batch_size, map_fn=td.parse_digits, shuffle_buffer=1000
@@ -95,15 +95,16 @@ def coordinate(args: argparse.Namespace) -> None:
         return strategy.run(replica_fn, args=next(iterator))
 
     # Schedule in rounds: after each, report progress and maybe checkpoint.
-    while int(step) < args.steps:
-        todo = min(args.checkpoint_every, args.steps - int(step))
+    current = int(step.numpy())
+    while current < args.steps:
+        todo = min(args.checkpoint_every, args.steps - current)
         losses = [coordinator.schedule(train_step, (iterator,)) for _ in range(todo)]
         coordinator.join()
-        loss = float(losses[-1].fetch())
-        tfyarn.report_progress(int(step), loss=loss, total_steps=args.steps)
+        current, loss = int(step.numpy()), float(losses[-1].fetch())
+        tfyarn.report_progress(current, loss=loss, total_steps=args.steps)
         manager.save()
-        print(f"step {int(step)}: loss={loss:.4f}", flush=True)
-    print(f"steps={int(step)}", flush=True)
+        print(f"step {current}: loss={loss:.4f}", flush=True)
+    print(f"steps={current}", flush=True)
 
     test = td.tfrecord_dataset(args.data + "/test-*", shard=td.Shard(0, 1))
     x, y = td.parse_digits(next(iter(test.batch(100_000))))

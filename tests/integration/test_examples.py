@@ -1,105 +1,202 @@
-"""Each example trains on the local YARN cluster and must actually learn.
+"""Each example trains on the local YARN cluster from HDFS data and resumes.
 
-The check is the held-out accuracy the lead task prints (read back from the
-job's logs), not only the exit code.
+Every example reads the digits data set from HDFS (created by the session if
+absent, as CI starts from an empty HDFS) and checkpoints to HDFS. Each test runs
+an example twice with the same checkpoint directory: the first job must learn
+(held-out accuracy, read back from the job's logs, above a bound), and the
+second must start at the step the first ended at and continue to its own
+target, still learning.
 """
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from _hdfs import hdfs_dir
 from helpers import EXAMPLES, accuracy_from, running_job
 
-pytestmark = [pytest.mark.yarn, pytest.mark.slow]
+from tfyarn.data import resolve
+from tfyarn.data.example import write_digits
+
+pytestmark = [pytest.mark.yarn, pytest.mark.hdfs, pytest.mark.slow]
 
 MIN_ACCURACY = 0.9
+DATA = "hdfs:///tmp/tfyarn/digits"  # the examples' default --data
 
 
-@pytest.fixture
-def yarn(skein_client: Any) -> Any:
-    """The session's skein client (tests/integration/conftest.py)."""
-    return skein_client
+@pytest.fixture(scope="session")
+def digits() -> str:
+    """The examples' data set at its default place, written if absent."""
+    fs = resolve(DATA)
+    if not (fs.glob(DATA + "/train-*") and fs.glob(DATA + "/test-*")):
+        write_digits(DATA)  # what `tfyarn data make-example` writes
+    return DATA
 
 
-def test_ps_strategy_with_coordinating_chief(yarn: Any) -> None:
-    with running_job(
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    yield from hdfs_dir()
+
+
+@dataclass
+class Run:
+    """What an example's lead task printed."""
+
+    start_step: int
+    steps: int
+    accuracy: float
+
+
+def _int(text: str, key: str) -> int:
+    found = re.findall(rf"^{key}=(\d+)\s*$", text, re.MULTILINE)
+    assert found, f"no {key}=... line in the log:\n{text[-3000:]}"
+    return int(found[-1])
+
+
+def _run(
+    yarn: Any,
+    script: str,
+    args: list[str],
+    lead: str,
+    peers: tuple[str, ...],
+    **options: Any,
+) -> Run:
+    # No restarts: one would hide a bug here (failure recovery has its own tests).
+    options.setdefault("max_restarts", 0)
+    with running_job(yarn, EXAMPLES / script, args=args, **options) as job:
+        job.wait()
+        text = job.logs(lead)
+        run = Run(_int(text, "start_step"), _int(text, "steps"), accuracy_from(text))
+        for peer in peers:  # synchronous training: every worker took every step
+            text = job.logs(peer)
+            assert (_int(text, "start_step"), _int(text, "steps")) == (
+                run.start_step,
+                run.steps,
+            ), peer
+        return run
+
+
+def _train_and_resume(
+    yarn: Any,
+    script: str,
+    args: list[str],
+    lead: str,
+    *,
+    targets: tuple[int, int],
+    exact: bool = True,
+    peers: tuple[str, ...] = (),
+    **options: Any,
+) -> None:
+    """Run ``script`` to ``targets[0]`` steps, then again to ``targets[1]``."""
+    first = _run(
+        yarn, script, [*args, "--steps", str(targets[0])], lead, peers, **options
+    )
+    print(f"{script} first run: {first}")
+    assert first.start_step == 0
+    assert first.steps == targets[0] if exact else first.steps >= targets[0]
+    assert first.accuracy >= MIN_ACCURACY
+    second = _run(
+        yarn, script, [*args, "--steps", str(targets[1])], lead, peers, **options
+    )
+    print(f"{script} second run: {second}")
+    # The second job continues from the first job's last checkpoint.
+    assert second.start_step == first.steps
+    assert second.steps == targets[1] if exact else second.steps >= targets[1]
+    assert second.accuracy >= MIN_ACCURACY
+
+
+def _common(digits: str, checkpoint_dir: str) -> list[str]:
+    return ["--data", digits, "--checkpoint_dir", checkpoint_dir]
+
+
+def test_ps_strategy_with_coordinating_chief(yarn: Any, digits: str, base: str) -> None:
+    _train_and_resume(
         yarn,
-        EXAMPLES / "ps_coordinator.py",
-        args=["--steps", "200", "--min_accuracy", "0"],
+        "ps_coordinator.py",
+        _common(digits, base + "/ps"),
+        "chief:0",
+        targets=(150, 250),
         num_chief=1,
         num_ps=1,
         num_worker=2,
         # ps and workers only serve; nothing to wait for once the chief is done
         worker_grace=2,
-    ) as job:
-        job.wait()
-        assert any("cluster formed" in e for e in job.events), job.events
-        assert accuracy_from(job.logs("chief:0")) >= MIN_ACCURACY
+    )
 
 
-def test_multi_worker_mirrored(yarn: Any) -> None:
-    with running_job(
+def test_multi_worker_mirrored(yarn: Any, digits: str, base: str) -> None:
+    _train_and_resume(
         yarn,
-        EXAMPLES / "mwms_keras.py",
-        args=["--epochs", "3", "--min_accuracy", "0"],
+        "mwms_keras.py",
+        _common(digits, base + "/mwms"),
+        "worker:0",
+        targets=(150, 250),
+        peers=("worker:1",),
         num_worker=2,
-    ) as job:
-        job.wait()
-        assert accuracy_from(job.logs("worker:0")) >= MIN_ACCURACY
-        # Both workers trained in sync: the other one reports the same steps
-        assert "steps=192" in job.logs("worker:1")
+    )
 
 
-def test_tf1_async_with_legacy_flags(yarn: Any) -> None:
-    with running_job(
+def test_tf1_async_with_legacy_flags(yarn: Any, digits: str, base: str) -> None:
+    _train_and_resume(
         yarn,
-        EXAMPLES / "tf1_async_legacy.py",
-        args=["--steps", "400", "--min_accuracy", "0"],
+        "tf1_async_legacy.py",
+        _common(digits, base + "/tf1-async"),
+        "worker:0",
+        targets=(150, 250),
+        # Asynchronous: the other worker may move the shared step past the
+        # target before the chief's last checkpoint.
+        exact=False,
         num_ps=1,
         num_worker=2,
         legacy_flags=True,
         # worker 1 may still be in TF1's 30 s readiness wait when the chief ends
         worker_grace=5,
-    ) as job:
-        job.wait()
-        assert accuracy_from(job.logs("worker:0")) >= MIN_ACCURACY
+    )
 
 
-def test_tf1_sync_replicas_with_placeholders(yarn: Any) -> None:
-    with running_job(
+def test_tf1_sync_replicas_with_placeholders(yarn: Any, digits: str, base: str) -> None:
+    placeholders = [
+        "--job",
+        "{job_name}",
+        "--index",
+        "{task_index}",
+        "--ps",
+        "{ps_hosts}",
+        "--workers",
+        "{worker_hosts}",
+    ]
+    _train_and_resume(
         yarn,
-        EXAMPLES / "tf1_sync_replicas.py",
-        args=[
-            "--job",
-            "{job_name}",
-            "--index",
-            "{task_index}",
-            "--ps",
-            "{ps_hosts}",
-            "--workers",
-            "{worker_hosts}",
-            "--steps",
-            "150",
-            "--min_accuracy",
-            "0",
-        ],
+        "tf1_sync_replicas.py",
+        [*placeholders, *_common(digits, base + "/tf1-sync")],
+        "worker:0",
+        targets=(100, 200),
+        exact=False,
         num_ps=1,
         num_worker=2,
         worker_grace=5,
-    ) as job:
-        job.wait()
-        assert accuracy_from(job.logs("worker:0")) >= MIN_ACCURACY
+    )
 
 
-def test_tf1_script_without_device_filters_does_not_hang(yarn: Any) -> None:
+def test_tf1_script_without_device_filters_does_not_hang(
+    yarn: Any, digits: str, base: str
+) -> None:
     """Old scripts lack device_filters; the master stops ps and stray workers."""
     started = time.monotonic()
     with running_job(
         yarn,
         EXAMPLES / "tf1_async_legacy.py",
-        args=["--steps", "300", "--min_accuracy", "0", "--no-device_filters"],
+        args=[
+            *_common(digits, base + "/tf1-nofilters"),
+            "--steps",
+            "150",
+            "--no-device_filters",
+        ],
         num_ps=1,
         num_worker=2,
         legacy_flags=True,
@@ -110,3 +207,9 @@ def test_tf1_script_without_device_filters_does_not_hang(yarn: Any) -> None:
         assert final.final_status == "SUCCEEDED"
         assert accuracy_from(job.logs("worker:0")) >= MIN_ACCURACY
     assert time.monotonic() - started < 240
+
+
+@pytest.fixture
+def yarn(skein_client: Any) -> Any:
+    """The session's skein client (tests/integration/conftest.py)."""
+    return skein_client
