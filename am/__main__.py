@@ -9,6 +9,7 @@ the job ends, then end the application with its final status.
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import logging
 import os
@@ -34,6 +35,14 @@ async def serve(spec: JobSpec, launcher: Launcher, *, host: str) -> int:
     cert, key = find_credentials()
     state = JobState(spec, launcher)
     attempt = am_attempt(os.environ.get("CONTAINER_ID", ""))
+    previous = await launcher.previous_final() if attempt > 1 else None
+    if previous is not None:
+        # An earlier attempt already ended the job (skein re-attempts even a
+        # FAILED application): repeat its outcome, run nothing.
+        status, diagnostics = previous
+        log.info("attempt %d: the job already ended %s", attempt, status)
+        await launcher.shutdown(status, diagnostics)
+        return 1
     if attempt > 1:
         # YARN restarted the application master (max_am_attempts): the old
         # attempt's containers are gone and every task starts again; scripts
@@ -104,7 +113,7 @@ def main() -> int:
     )
     import skein
 
-    from am.launcher import SkeinLauncher
+    from am.launcher import SkeinLauncher, final_marker_url
 
     try:
         spec = JobSpec.from_env(os.environ[_env.JOB])
@@ -116,7 +125,9 @@ def main() -> int:
     app = skein.ApplicationClient.from_current()
     host = os.environ.get("NM_HOST") or socket.getfqdn()
     try:
-        return asyncio.run(serve(spec, SkeinLauncher(app), host=host))
+        user = os.environ.get("USER") or getpass.getuser()
+        launcher = SkeinLauncher(app, final_marker=final_marker_url(str(app.id), user))
+        return asyncio.run(serve(spec, launcher, host=host))
     except Exception as exc:
         log.exception("the tfyarn master crashed")
         app.shutdown("FAILED", f"tfyarn master crashed: {type(exc).__name__}: {exc}")

@@ -9,6 +9,7 @@ the asyncio loop (which serves every task's gRPC call) never waits on YARN.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -69,14 +70,21 @@ class Launcher:
         """End the application with a final status (SUCCEEDED, FAILED, KILLED)."""
         raise NotImplementedError
 
+    async def previous_final(self) -> tuple[str, str] | None:
+        """The outcome an earlier master attempt of this application decided, if any."""
+        return None
+
 
 class SkeinLauncher(Launcher):
     """The real thing: skein's ``ApplicationClient`` from inside the AM container."""
 
-    def __init__(self, app: Any, *, threads: int = 4) -> None:
+    def __init__(
+        self, app: Any, *, threads: int = 4, final_marker: str | None = None
+    ) -> None:
         self._app = app
         self.app_id = str(getattr(app, "id", ""))
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="skein")
+        self.final_marker = final_marker
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -106,7 +114,62 @@ class SkeinLauncher(Launcher):
         await self._run(lambda: self._app.ui.add_page(route, target, link_name))
 
     async def shutdown(self, status: str, diagnostics: str) -> None:
+        if status != "SUCCEEDED" and self.final_marker:
+            # skein unregisters a FAILED application only on its last attempt;
+            # before that YARN starts the master again. Leave the decision
+            # where the next attempt looks first (previous_final), so a failed
+            # job is not run again from scratch.
+            record = json.dumps({"status": status, "diagnostics": diagnostics})
+            try:
+                await asyncio.wait_for(
+                    self._run(_write_marker, self.final_marker, record.encode()),
+                    MARKER_TIMEOUT,
+                )
+            except Exception:  # the job still ends; a re-attempt re-runs it
+                log.warning(
+                    "could not record the outcome at %s",
+                    self.final_marker,
+                    exc_info=True,
+                )
         await self._run(lambda: self._app.shutdown(status, diagnostics))
+
+    async def previous_final(self) -> tuple[str, str] | None:
+        if not self.final_marker:
+            return None
+        try:
+            raw = await asyncio.wait_for(
+                self._run(_read_marker, self.final_marker), MARKER_TIMEOUT
+            )
+        except Exception:
+            log.warning("could not read %s", self.final_marker, exc_info=True)
+            return None
+        if raw is None:
+            return None
+        record = json.loads(raw)
+        return str(record["status"]), str(record["diagnostics"])
+
+
+# Bound on HDFS calls for the outcome marker: never hold up the shutdown long.
+MARKER_TIMEOUT = 20.0
+
+
+def final_marker_url(app_id: str, user: str) -> str:
+    """Where a master attempt leaves its final decision: skein's application
+    directory on HDFS, which lives until the application's last attempt ends."""
+    return f"hdfs:///user/{user}/.skein/{app_id}/tfyarn.final.json"
+
+
+def _write_marker(url: str, data: bytes) -> None:
+    from tfyarn.data import fs
+
+    fs.resolve(url).write_atomic(url, data)
+
+
+def _read_marker(url: str) -> bytes | None:
+    from tfyarn.data import fs
+
+    filesystem = fs.resolve(url)
+    return filesystem.read_bytes(url) if filesystem.exists(url) else None
 
 
 def _info(container: Any) -> ContainerInfo:

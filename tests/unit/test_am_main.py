@@ -44,3 +44,24 @@ def test_serve_publishes_address_adds_page_and_ends_the_app(
     assert "application master attempt 2" in status["restart_reasons"][0]
     assert launcher.final is not None and launcher.final[0] == "FAILED"
     assert "worker:0 waiting for a container" in launcher.final[1]
+
+
+def test_a_reattempt_after_a_decided_failure_repeats_it_and_runs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """skein re-attempts even a FAILED application; the outcome must stick."""
+    cert, key = new_credentials()
+    (tmp_path / ".skein.crt").write_bytes(cert)
+    (tmp_path / ".skein.pem").write_bytes(key)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CONTAINER_ID", "container_1795314317772_0008_02_000001")
+
+    class Remembering(FakeLauncher):
+        async def previous_final(self) -> tuple[str, str] | None:
+            return ("FAILED", "worker:1 exited with code 3; budget used up")
+
+    launcher = Remembering()
+    code = asyncio.run(asyncio.wait_for(serve(job(), launcher, host="127.0.0.1"), 30))
+    assert code == 1
+    assert launcher.started == []
+    assert launcher.final == ("FAILED", "worker:1 exited with code 3; budget used up")
