@@ -110,7 +110,10 @@ def main() -> None:
     saver = v1.train.Saver(max_to_keep=2, save_relative_paths=True)
     hooks = [optimizer.make_session_run_hook(is_chief)]
     if is_chief:
-        download_latest(args.checkpoint_dir, local_dir)
+        restored = download_latest(args.checkpoint_dir, local_dir)
+        # Read it here: once the session starts, other workers move the step.
+        start_step = tf.train.load_variable(restored, "global_step") if restored else 0
+        print(f"start_step={start_step}", flush=True)
         hooks.append(
             v1.train.CheckpointSaverHook(
                 local_dir,
@@ -137,7 +140,6 @@ def main() -> None:
         stop_grace_period_secs=3,
     ) as sess:
         step = sess.run(global_step)
-        print(f"start_step={step}", flush=True)
         while step < args.steps:
             _, step, loss_value = sess.run([train_op, global_step, loss])
             tfyarn.report_progress(step, loss=float(loss_value), total_steps=args.steps)
