@@ -490,6 +490,8 @@ class JobState:
         task.stop_delivered = False
         task.stop_reason = ""
         task.last_progress = None
+        task.step = None  # progress belongs to an attempt: the next one reports anew
+        task.metrics = {}
         self._set(task, TaskState.RELAUNCHING, reason)
         self._relaunch.add(task)
         self._poke()
