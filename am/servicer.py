@@ -104,6 +104,18 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
         return pb.ReportTaskEndReply()
 
 
+    async def StopJob(
+        self, request: pb.StopJobRequest, context: grpc.aio.ServicerContext
+    ) -> pb.StopJobReply:
+        grace, tasks = await _guard(
+            context,
+            lambda: self.state.stop_job(
+                request.reason or "stopped by tfyarn kill", request.grace_seconds
+            ),
+        )
+        return pb.StopJobReply(grace_seconds=grace, tasks=tasks)
+
+
 async def _guard(context: grpc.aio.ServicerContext, call: Callable[[], Any]) -> Any:
     """Run a state call; turn a rejection into the matching gRPC status."""
     try:
@@ -136,6 +148,7 @@ def _handlers(servicer: MasterServicer) -> dict[str, grpc.RpcMethodHandler]:
         "Heartbeat": unary(servicer.Heartbeat, pb.HeartbeatRequest),
         "ReportProgress": unary(servicer.ReportProgress, pb.ReportProgressRequest),
         "ReportTaskEnd": unary(servicer.ReportTaskEnd, pb.ReportTaskEndRequest),
+        "StopJob": unary(servicer.StopJob, pb.StopJobRequest),
     }
 
 

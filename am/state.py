@@ -43,6 +43,9 @@ KILL_MARGIN = 5.0
 STDERR_TAIL_CHARS = 4000
 HISTORY_LIMIT = 50
 MIN_PASS_GAP = 0.05
+# After `tfyarn kill` stopped every task, how long the master waits for the
+# client's YARN kill before ending the application KILLED itself.
+STOPPED_LINGER = 30.0
 
 
 class Phase(str, Enum):
@@ -53,6 +56,7 @@ class Phase(str, Enum):
     RUNNING = "RUNNING"
     RESTARTING = "RESTARTING"
     FINISHING = "FINISHING"
+    STOPPING = "STOPPING"  # `tfyarn kill`: tasks are stopping, the kill follows
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     KILLED = "KILLED"
@@ -250,6 +254,9 @@ class JobState:
         self._formed: dict[Task, str] = {}
         self._relaunch: set[Task] = set()  # new attempts waiting to launch
         self._progress_at: float | None = None  # any task's step last changed
+        self._stopping_since: float | None = None  # `tfyarn kill` asked to stop
+        self._shutdown_killed = False
+        self._stop_reason = ""
         self._outcome: tuple[Phase, str] | None = None
         self._finishing_since: float | None = None
         self._wakeup = asyncio.Event()
@@ -385,6 +392,31 @@ class JobState:
             self._on_failure(task, self._exit_reason(task))
         self._poke()
 
+    def stop_job(self, reason: str, grace: float) -> tuple[float, int]:
+        """``tfyarn kill``: stop every task with a grace; restart nothing.
+
+        The client kills the application once the tasks ended; should it not,
+        the master ends the application KILLED itself (STOPPED_LINGER later).
+        Returns the grace given and how many tasks were told to stop.
+        """
+        grace = grace if grace > 0 else self.spec.stop_grace
+        if self._outcome is not None:
+            return grace, 0
+        self._stopping_since = self.clock()
+        self._stop_reason = reason
+        self.phase = Phase.STOPPING
+        count = 0
+        for task in self.tasks.values():
+            if not task.state.is_terminal() and task.stop_requested_at is None:
+                count += 1
+            if task.state is TaskState.RELAUNCHING:
+                self._set(task, TaskState.KILLED, f"not relaunched: {reason}")
+                continue
+            self._request_stop(task, reason, grace=grace)
+        self._relaunch.clear()
+        self._poke()
+        return grace, count
+
     def request_kill(self, reason: str) -> None:
         """The application is being killed from outside (SIGTERM to the master)."""
         if self._outcome is None:
@@ -406,7 +438,11 @@ class JobState:
           job): stop every task and start the whole TensorFlow cluster again;
           scripts resume from their latest checkpoint.
         """
-        if self._outcome is not None or self._finishing_since is not None:
+        if (
+            self._outcome is not None
+            or self._finishing_since is not None
+            or self._stopping_since is not None
+        ):
             return Action.IGNORE  # the outcome is already settled
         if self.budget_used >= self.spec.max_restarts:
             return Action.FAIL_JOB
@@ -652,6 +688,8 @@ class JobState:
             await self._relaunch_ready(now)
         if self._finishing_since is not None:
             self._check_finishing(now)
+        if self._stopping_since is not None:
+            self._check_stopping(now)
         await self._publish()
 
     def _watch_container(self, task: Task, now: float) -> None:
@@ -823,6 +861,14 @@ class JobState:
             # Bounded even if YARN never confirms the kills.
             self._outcome = (Phase.SUCCEEDED, self._success_message())
 
+    def _check_stopping(self, now: float) -> None:
+        """After ``stop_job``: the client kills the app; if it never does, end it."""
+        assert self._stopping_since is not None
+        grace = max((t.stop_grace for t in self.tasks.values()), default=0.0)
+        if now - self._stopping_since > grace + 2 * KILL_MARGIN + STOPPED_LINGER:
+            self._outcome = (Phase.KILLED, self._stop_reason)
+            self._shutdown_killed = True
+
     def _success_message(self) -> str:
         counts: dict[str, int] = {}
         for task in self.tasks.values():
@@ -830,22 +876,25 @@ class JobState:
         summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
         return f"tfyarn: {self.lead.key} finished successfully ({summary})"
 
-    def _request_stop(self, task: Task, reason: str) -> None:
+    def _request_stop(
+        self, task: Task, reason: str, *, grace: float | None = None
+    ) -> None:
         if task.state.is_terminal() or task.stop_requested_at is not None:
             return
         task.stop_requested_at = self.clock()
-        task.stop_grace = self.spec.stop_grace
+        task.stop_grace = self.spec.stop_grace if grace is None else grace
         task.stop_reason = reason
         self._note(task, f"stop requested: {reason}")
-        event = self._stop_event(task, reason)
+        event = self._stop_event(task, reason, task.stop_grace)
         for watcher in list(task.watchers):
             watcher.put(event)
             watcher.close()
             task.stop_delivered = True
         self._poke()
 
-    def _stop_event(self, task: Task, reason: str) -> bytes:
-        stop = pb.Stop(reason=reason, grace_seconds=self.spec.stop_grace)
+    def _stop_event(self, task: Task, reason: str, grace: float | None = None) -> bytes:
+        grace = self.spec.stop_grace if grace is None else grace
+        stop = pb.Stop(reason=reason, grace_seconds=grace)
         return pb.ClusterEvent(stop=stop).SerializeToString()
 
     async def _enforce_stops(self, now: float) -> None:
@@ -882,7 +931,9 @@ class JobState:
             await self.launcher.set_progress(1.0)
         except Exception:
             log.exception("could not publish the final status")
-        if phase is not Phase.KILLED:  # a killed app is already being torn down
+        # A killed app is already being torn down by YARN, unless the client
+        # that stopped it never came back to kill it.
+        if phase is not Phase.KILLED or self._shutdown_killed:
             await self.launcher.shutdown(phase.value, diagnostics)
         return phase, diagnostics
 

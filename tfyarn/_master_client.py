@@ -8,12 +8,13 @@ The master serves with the application's own skein certificate (CN
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
@@ -164,3 +165,38 @@ class MasterClient:
 
     def close(self) -> None:
         self.channel.close()
+
+
+def stop_job(
+    app: Any, credentials: tuple[bytes, bytes], reason: str, *, bound: float = 60.0
+) -> bool:
+    """Ask a job's master to stop every task with its grace; wait until they ended.
+
+    ``app`` is the job's ``skein.ApplicationClient``; ``credentials`` its
+    (certificate, key). Best effort and bounded (``bound`` seconds beyond the
+    grace): returns whether every task ended, so the caller can kill the
+    application either way.
+    """
+    from tfyarn._proto import master_pb2 as pb
+
+    try:
+        address = app.kv["tfyarn.master"].decode()
+    except Exception:  # noqa: BLE001 -- no master yet (or any more): nothing to stop
+        return False
+    master = MasterClient(address, credentials)
+    try:
+        reply = master.stub.StopJob(pb.StopJobRequest(reason=reason), timeout=10)
+        deadline = time.monotonic() + reply.grace_seconds + bound
+        while time.monotonic() < deadline:
+            snap = json.loads(app.kv["tfyarn.status"])
+            if all(t["state"] in _ENDED for t in snap.get("tasks", [])):
+                return True
+            time.sleep(0.5)
+        return False
+    except Exception:  # noqa: BLE001 -- the hard kill follows anyway
+        return False
+    finally:
+        master.close()
+
+
+_ENDED = frozenset({"SUCCEEDED", "FAILED", "KILLED", "LOST"})

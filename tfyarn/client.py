@@ -615,6 +615,7 @@ def kill(app_id: str, *, client: Any | None = None) -> JobStatus:
             report = yarn.application_report(app_id)
             if str(report.state) in _DONE:
                 return _status_from_report(report, None)
+            _stop_tasks_gracefully(yarn, app_id)
             yarn.kill_application(app_id)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
@@ -623,6 +624,23 @@ def kill(app_id: str, *, client: Any | None = None) -> JobStatus:
                     break
                 time.sleep(0.5)
         return _status_from_report(report, None)
+
+
+def _stop_tasks_gracefully(yarn: Any, app_id: str) -> None:
+    """Let every script get SIGTERM and its grace (to checkpoint) before the kill.
+
+    YARN's own kill gives a container's processes a fraction of a second.
+    Best effort, bounded: the hard kill follows whatever happens here.
+    """
+    from tfyarn._master_client import stop_job
+
+    try:
+        app = yarn.connect(app_id, wait=False)
+        security = yarn.security
+        credentials = (security._get_bytes("cert"), security._get_bytes("key"))
+    except Exception:  # noqa: BLE001 -- not running yet, or no credentials
+        return
+    stop_job(app, credentials, "stopped by tfyarn kill")
 
 
 def logs(

@@ -249,3 +249,25 @@ def test_wedged_worker_is_killed_at_once_and_replaced() -> None:
 
     state, _ = run(spec, scenario)
     assert "sent no heartbeat" in state.restart_reasons[0]
+
+
+def test_stop_job_stops_every_task_with_a_grace_and_restarts_nothing() -> None:
+    spec = job(tasks=PS_JOB, max_restarts=3, stop_grace=4)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        chief = state.watch("chief", 0, 0, known=0)
+        grace, count = state.stop_job("stopped by tfyarn kill", 0)
+        assert (grace, count) == (4, 4)
+        assert state.phase is Phase.STOPPING
+        events = [pb.ClusterEvent.FromString(e) async for e in chief.events()]
+        assert events[-1].stop.grace_seconds == 4
+        state.task_end("worker", 1, 0, -15, "Terminated")  # not a failure now
+        await settle()
+        assert len(launcher.started) == 4 and state.restarts == 0
+        state.request_kill("the application master received SIGTERM (killed)")
+
+    state, launcher = run(spec, scenario)
+    assert state.phase is Phase.KILLED
+    assert state.tasks[(Role.WORKER, 1)].state is TaskState.KILLED
+    assert launcher.final is None

@@ -140,3 +140,19 @@ class ReportTaskEndRequest(_message.Message):
 class ReportTaskEndReply(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class StopJobRequest(_message.Message):
+    __slots__ = ("reason", "grace_seconds")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    GRACE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    grace_seconds: float
+    def __init__(self, reason: _Optional[str] = ..., grace_seconds: _Optional[float] = ...) -> None: ...
+
+class StopJobReply(_message.Message):
+    __slots__ = ("grace_seconds", "tasks")
+    GRACE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    grace_seconds: float
+    tasks: int
+    def __init__(self, grace_seconds: _Optional[float] = ..., tasks: _Optional[int] = ...) -> None: ...

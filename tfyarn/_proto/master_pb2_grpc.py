@@ -60,6 +60,11 @@ class MasterStub:
                 request_serializer=tfyarn_dot___proto_dot_master__pb2.ReportTaskEndRequest.SerializeToString,
                 response_deserializer=tfyarn_dot___proto_dot_master__pb2.ReportTaskEndReply.FromString,
                 _registered_method=True)
+        self.StopJob = channel.unary_unary(
+                '/tfyarn.Master/StopJob',
+                request_serializer=tfyarn_dot___proto_dot_master__pb2.StopJobRequest.SerializeToString,
+                response_deserializer=tfyarn_dot___proto_dot_master__pb2.StopJobReply.FromString,
+                _registered_method=True)
 
 
 class MasterServicer:
@@ -95,6 +100,12 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StopJob(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -122,6 +133,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.ReportTaskEnd,
                     request_deserializer=tfyarn_dot___proto_dot_master__pb2.ReportTaskEndRequest.FromString,
                     response_serializer=tfyarn_dot___proto_dot_master__pb2.ReportTaskEndReply.SerializeToString,
+            ),
+            'StopJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopJob,
+                    request_deserializer=tfyarn_dot___proto_dot_master__pb2.StopJobRequest.FromString,
+                    response_serializer=tfyarn_dot___proto_dot_master__pb2.StopJobReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -259,6 +275,33 @@ class Master:
             '/tfyarn.Master/ReportTaskEnd',
             tfyarn_dot___proto_dot_master__pb2.ReportTaskEndRequest.SerializeToString,
             tfyarn_dot___proto_dot_master__pb2.ReportTaskEndReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tfyarn.Master/StopJob',
+            tfyarn_dot___proto_dot_master__pb2.StopJobRequest.SerializeToString,
+            tfyarn_dot___proto_dot_master__pb2.StopJobReply.FromString,
             options,
             channel_credentials,
             insecure,
