@@ -243,3 +243,47 @@ def test_past_the_restart_budget_the_job_fails_listing_every_failure(
     assert "restart budget is used up (1 of max_restarts=1)" in text, text
     assert "1. worker:1 (attempt 0" in text and "2. worker:1 (attempt 1" in text
     assert elapsed < 60
+
+
+GRACEFUL = """\
+import os, signal, sys, time
+
+task = os.environ["TFYARN_ROLE"] + ":" + os.environ["TFYARN_TASK_INDEX"]
+
+def on_term(*_):
+    time.sleep(1)  # as if writing a checkpoint
+    print(f"{task} checkpointed after SIGTERM", flush=True)
+    sys.exit(0)
+
+signal.signal(signal.SIGTERM, on_term)
+print(f"{task} running", flush=True)
+while True:
+    time.sleep(0.2)
+"""
+
+
+@pytest.mark.timeout(300)
+def test_tfyarn_kill_gives_every_script_sigterm_and_its_grace(
+    skein_client: Any, tmp_path: Path
+) -> None:
+    script = tmp_path / "graceful.py"
+    script.write_text(GRACEFUL)
+    with running_job(
+        skein_client,
+        script,
+        num_worker=2,
+        worker_memory="256 MiB",
+        stop_grace=5,
+        registration_timeout=120,
+    ) as job:
+        deadline = time.monotonic() + 120
+        while snapshot(job).get("phase") != "RUNNING":
+            assert time.monotonic() < deadline, "the job never ran"
+            time.sleep(0.5)
+        started = time.monotonic()
+        status = client.kill(job.app_id, client=skein_client)
+        elapsed = time.monotonic() - started
+        assert status.final_status == "KILLED", status
+        for task in ("worker:0", "worker:1"):
+            assert f"{task} checkpointed after SIGTERM" in job.logs(task), task
+    assert elapsed < 40
