@@ -175,7 +175,7 @@ def test_tf1_sync_replicas_with_placeholders(yarn: Any, digits: str, base: str) 
         "tf1_sync_replicas.py",
         [*placeholders, *_common(digits, base + "/tf1-sync")],
         "worker:0",
-        targets=(100, 200),
+        targets=(150, 250),
         exact=False,
         num_ps=1,
         num_worker=2,
