@@ -152,5 +152,25 @@ def task_table(snap: Mapping[str, Any], *, now: float | None = None) -> str:
     )
 
 
+def restart_lines(snap: Mapping[str, Any]) -> list[str]:
+    """Why the job restarted, and per task why each earlier attempt ended."""
+    lines = []
+    budget = snap.get("max_restarts")
+    reasons = list(snap.get("restart_reasons") or [])
+    if reasons:
+        used = snap.get("budget_used", len(reasons))
+        head = f"restarts ({used} of max_restarts={budget} used):"
+        lines.append(head if budget is not None else "restarts:")
+        lines += [f"  {n}. {_first_line(r)}" for n, r in enumerate(reasons, 1)]
+    for t in snap.get("tasks") or []:
+        for n, why in enumerate(t.get("failures") or []):
+            lines.append(f"  {t.get('task')} attempt {n}: {_first_line(why)}")
+    return lines
+
+
+def _first_line(text: str) -> str:
+    return str(text).strip().splitlines()[0] if str(text).strip() else ""
+
+
 def _order(order: list[str], role: str) -> int:
     return order.index(role) if role in order else len(order)

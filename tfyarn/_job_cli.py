@@ -256,6 +256,8 @@ def _status(ns: argparse.Namespace) -> int:
             print("containers:   " + _follow.format_counts(counts))
         print()
         print(_follow.task_table(m))
+        for line in _follow.restart_lines(m):
+            print(line)
     return 0
 
 

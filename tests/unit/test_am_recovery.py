@@ -271,3 +271,22 @@ def test_stop_job_stops_every_task_with_a_grace_and_restarts_nothing() -> None:
     assert state.phase is Phase.KILLED
     assert state.tasks[(Role.WORKER, 1)].state is TaskState.KILLED
     assert launcher.final is None
+
+
+def test_status_shows_restarts_and_why_each_attempt_ended() -> None:
+    from tfyarn._follow import restart_lines
+
+    spec = job(tasks=PS_JOB, max_restarts=2, stop_grace=1)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        state.task_end("worker", 1, 0, 3, "ValueError: bad batch")
+        await settle()
+        state.request_kill("test over")
+
+    state, _ = run(spec, scenario)
+    lines = restart_lines(state.snapshot())
+    assert lines[0] == "restarts (1 of max_restarts=2 used):"
+    assert lines[1].startswith("  1. worker:1 replaced: worker:1 (attempt 0")
+    assert lines[2].startswith("  worker:1 attempt 0: worker:1 (attempt 0")
+    assert "exited with code 3" in lines[2]
