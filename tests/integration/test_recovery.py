@@ -287,3 +287,41 @@ def test_tfyarn_kill_gives_every_script_sigterm_and_its_grace(
         for task in ("worker:0", "worker:1"):
             assert f"{task} checkpointed after SIGTERM" in job.logs(task), task
     assert elapsed < 40
+
+
+@pytest.fixture(scope="module")
+def digits() -> str:
+    """The examples' data set at its default place, written if absent."""
+    from tfyarn.data import resolve
+    from tfyarn.data.example import write_digits
+
+    data = "hdfs:///tmp/tfyarn/digits"
+    filesystem = resolve(data)
+    if not (filesystem.glob(data + "/train-*") and filesystem.glob(data + "/test-*")):
+        write_digits(data)
+    return data
+
+
+def test_ps_example_survives_a_lost_ps(
+    skein_client: Any, base: str, digits: str
+) -> None:
+    """examples/ps_coordinator.py (helper C/D's) as a user runs it, minus its ps."""
+    from helpers import EXAMPLES
+
+    args = ["--data", digits, "--checkpoint_dir", f"{base}/example-ps",
+            "--steps", "600", "--checkpoint_every", "50"]  # fmt: skip
+    with running_job(
+        skein_client,
+        EXAMPLES / "ps_coordinator.py",
+        args=args,
+        max_restarts=1,
+        **PS_TASKS,
+        **FAST,
+    ) as job:
+        wait_for_step(job, "chief:0", 100)
+        kill_task(job.app_id, "ps:0")
+        final = job.wait(timeout=500)
+        log = assert_trained(job, "chief:0", 600)
+    assert final.succeeded
+    started = steps(log, "start_step")
+    assert len(started) == 2 and started[1] >= 100, started
