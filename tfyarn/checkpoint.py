@@ -365,7 +365,7 @@ def saver_listener(directory: str, local_dir: str) -> Any:
     """
     import tensorflow as tf
 
-    class Upload(tf.compat.v1.train.CheckpointSaverListener):  # type: ignore[misc]
+    class Upload(tf.compat.v1.train.CheckpointSaverListener):
         def after_save(self, session: Any, global_step_value: Any) -> None:
             upload_latest(local_dir, directory)
 
