@@ -324,4 +324,6 @@ def test_ps_example_survives_a_lost_ps(
         log = assert_trained(job, "chief:0", 600)
     assert final.succeeded
     started = steps(log, "start_step")
-    assert len(started) == 2 and started[1] >= 100, started
+    # The example reports step 100 before uploading its checkpoint: the one
+    # at 50 is certainly there, the one at 100 may not be.
+    assert len(started) == 2 and started[1] >= 50, started
