@@ -30,7 +30,7 @@ DATA = "hdfs:///tmp/tfyarn/digits"  # the examples' default --data
 
 
 @pytest.fixture(scope="session")
-def digits() -> str:
+def digits(local_cluster: Any) -> str:
     """The examples' data set at its default place, written if absent."""
     fs = resolve(DATA)
     if not (fs.glob(DATA + "/train-*") and fs.glob(DATA + "/test-*")):
