@@ -97,14 +97,11 @@ def main() -> None:
             test.map(td.parse_digits)
         ).get_next()
 
-        w1 = v1.get_variable(
-            "w1", [64, HIDDEN], initializer=v1.glorot_normal_initializer()
-        )
-        b1 = v1.get_variable("b1", [HIDDEN], initializer=v1.zeros_initializer())
-        w2 = v1.get_variable(
-            "w2", [HIDDEN, 10], initializer=v1.glorot_normal_initializer()
-        )
-        b2 = v1.get_variable("b2", [10], initializer=v1.zeros_initializer())
+        glorot, zeros = v1.glorot_normal_initializer(), v1.zeros_initializer()
+        w1 = v1.get_variable("w1", [64, HIDDEN], initializer=glorot)
+        b1 = v1.get_variable("b1", [HIDDEN], initializer=zeros)
+        w2 = v1.get_variable("w2", [HIDDEN, 10], initializer=glorot)
+        b2 = v1.get_variable("b2", [10], initializer=zeros)
 
         def logits_of(images: tf.Tensor) -> tf.Tensor:
             return tf.matmul(tf.nn.relu(tf.matmul(images, w1) + b1), w2) + b2
