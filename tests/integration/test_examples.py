@@ -120,7 +120,7 @@ def test_ps_strategy_with_coordinating_chief(yarn: Any, digits: str, base: str) 
         "ps_coordinator.py",
         _common(digits, base + "/ps"),
         "chief:0",
-        targets=(150, 250),
+        targets=(200, 300),
         num_chief=1,
         num_ps=1,
         num_worker=2,
@@ -147,7 +147,9 @@ def test_tf1_async_with_legacy_flags(yarn: Any, digits: str, base: str) -> None:
         "tf1_async_legacy.py",
         _common(digits, base + "/tf1-async"),
         "worker:0",
-        targets=(150, 250),
+        # Asynchronous updates from a random start: 150 steps gave 0.91-0.96,
+        # too close to the bound; steps are cheap next to starting the job.
+        targets=(300, 400),
         # Asynchronous: the other worker may move the shared step past the
         # target before the chief's last checkpoint.
         exact=False,
@@ -194,7 +196,7 @@ def test_tf1_script_without_device_filters_does_not_hang(
         args=[
             *_common(digits, base + "/tf1-nofilters"),
             "--steps",
-            "150",
+            "300",
             "--no-device_filters",
         ],
         num_ps=1,
