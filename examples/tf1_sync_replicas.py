@@ -16,7 +16,8 @@ one (a job started again, or restarted by tfyarn after a failure, continues
 from there), saves checkpoints that ``tfyarn.checkpoint.saver_listener``
 uploads, and once the global step reaches ``--steps`` prints ``steps=`` and
 the held-out ``accuracy=`` and exits, which ends the job: tfyarn stops the ps
-and, after a grace period, any worker still waiting for a sync token.
+and, after a grace period (``--worker_grace``), the other workers, which train
+until then.
 """
 
 from __future__ import annotations
@@ -140,7 +141,10 @@ def main() -> None:
         stop_grace_period_secs=3,
     ) as sess:
         step = sess.run(global_step)
-        while step < args.steps:
+        # Only the chief decides when training ends: a worker that left by
+        # itself could leave the chief waiting forever for the gradients of its
+        # last step. The others train on until tfyarn stops them.
+        while step < args.steps or not is_chief:
             _, step, loss_value = sess.run([train_op, global_step, loss])
             tfyarn.report_progress(step, loss=float(loss_value), total_steps=args.steps)
             mine += 1
