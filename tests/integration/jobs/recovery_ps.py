@@ -97,6 +97,9 @@ def coordinate(args: argparse.Namespace) -> None:
             manager.save()
             saved_at = current
             print(f"checkpoint at step {current}", flush=True)
+        if args.hang_at and current >= args.hang_at and _restart() == 0:
+            print(f"hanging at step {current} (a wedged input pipeline)", flush=True)
+            time.sleep(3600)  # alive and heartbeating, but no progress
         time.sleep(args.round_sleep)
     manager.save()
     x_test, y_test = make_data(2000, seed=2)
@@ -106,6 +109,10 @@ def coordinate(args: argparse.Namespace) -> None:
     print(f"accuracy={accuracy:.4f}", flush=True)
 
 
+def _restart() -> int:
+    return int(os.environ.get("TFYARN_RESTART", "0"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint_dir", required=True)
@@ -113,10 +120,12 @@ def main() -> None:
     parser.add_argument("--round", type=int, default=10)
     parser.add_argument("--round_sleep", type=float, default=0.5)
     parser.add_argument("--checkpoint_every", type=int, default=40)
+    parser.add_argument(
+        "--hang_at", type=int, default=0, help="first run only: stop progressing here"
+    )
     args = parser.parse_args()
     task = json.loads(os.environ["TF_CONFIG"])["task"]
-    restart = os.environ.get("TFYARN_RESTART", "0")
-    print(f"{task['type']}:{task['index']} TFYARN_RESTART={restart}", flush=True)
+    print(f"{task['type']}:{task['index']} TFYARN_RESTART={_restart()}", flush=True)
     if task["type"] in ("ps", "worker"):
         serve(task)
     else:
