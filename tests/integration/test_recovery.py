@@ -327,3 +327,27 @@ def test_ps_example_survives_a_lost_ps(
     # The example reports step 100 before uploading its checkpoint: the one
     # at 50 is certainly there, the one at 100 may not be.
     assert len(started) == 2 and started[1] >= 50, started
+
+
+def test_stalled_job_is_named_and_restarted_from_the_checkpoint(
+    skein_client: Any, base: str
+) -> None:
+    """The chief hangs (alive, heartbeating) at step 80: --stall_timeout acts."""
+    args = ["--checkpoint_dir", f"{base}/stall", "--steps", "200", "--hang_at", "80"]
+    with running_job(
+        skein_client,
+        PS_JOB,
+        args=args,
+        max_restarts=1,
+        stall_timeout=15,
+        **PS_TASKS,
+        **FAST,
+    ) as job:
+        final = job.wait(timeout=400)
+        log = assert_trained(job, "chief:0", 200)
+    assert final.succeeded
+    assert "hanging at step" in log
+    started = steps(log, "start_step")
+    assert len(started) == 2 and started[1] >= 40, started
+    stalled = [e for e in job.events if "the job stalled" in e]
+    assert stalled and "chief:0 at step" in stalled[0], job.events
