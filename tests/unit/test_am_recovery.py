@@ -290,3 +290,12 @@ def test_status_shows_restarts_and_why_each_attempt_ended() -> None:
     assert lines[1].startswith("  1. worker:1 replaced: worker:1 (attempt 0")
     assert lines[2].startswith("  worker:1 attempt 0: worker:1 (attempt 0")
     assert "exited with code 3" in lines[2]
+
+
+def test_big_jobs_heartbeat_less_often_and_the_timeout_follows() -> None:
+    from tfyarn._master_client import heartbeat_interval, heartbeat_timeout
+
+    assert heartbeat_interval(2.0, 12) == 2.0
+    assert heartbeat_interval(2.0, 5000) == 10.0  # 500 calls/s at the master
+    assert heartbeat_timeout(30.0, 10.0) == 30.0
+    assert heartbeat_timeout(6.0, 10.0) == 30.0  # never under 3 intervals
