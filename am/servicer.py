@@ -103,7 +103,6 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
         )
         return pb.ReportTaskEndReply()
 
-
     async def StopJob(
         self, request: pb.StopJobRequest, context: grpc.aio.ServicerContext
     ) -> pb.StopJobReply:

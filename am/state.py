@@ -550,11 +550,20 @@ class JobState:
             return
         self._finishing_since = self.clock()
         self.phase = Phase.FINISHING
-        log.info("%s succeeded: stopping ps and evaluator tasks", self.lead.key)
         # ps tasks block in server.join() forever and an evaluator loops over
-        # checkpoints: neither ends by itself.
+        # checkpoints: neither ends by itself. Under ParameterServerStrategy the
+        # workers only serve the coordinator too; elsewhere they train and get
+        # worker_grace to finish their own last steps.
+        serving = {Role.PS, Role.EVALUATOR}
+        if self._ps_strategy():
+            serving.add(Role.WORKER)
+        log.info(
+            "%s succeeded: stopping %s tasks",
+            self.lead.key,
+            ", ".join(sorted(r.value for r in serving)),
+        )
         for task in self.tasks.values():
-            if task.role in (Role.PS, Role.EVALUATOR):
+            if task.role in serving:
                 self._request_stop(task, f"{self.lead.key} finished")
 
     def _exit_reason(self, task: Task) -> str:

@@ -95,17 +95,45 @@ def test_cluster_forms_when_every_tf_task_registered_then_lead_success_ends_job(
         }
         ps_stream = state.watch("ps", 0, 0, known=0)
         worker_stream = state.watch("worker", 1, 0, known=0)
+        state.task_end("chief", 0, 0, 0, "")
+        await settle()
+        assert state.phase is Phase.FINISHING
+        # Under ParameterServerStrategy ps, workers and the evaluator only serve
+        # the coordinator: all are told to stop at once, without worker_grace.
+        for stream in (ps_stream, worker_stream):
+            kinds = [
+                pb.ClusterEvent.FromString(e).WhichOneof("event")
+                async for e in stream.events()
+            ]
+            assert kinds == ["cluster_spec", "stop"]
+        for key in ((Role.EVALUATOR, 0), (Role.WORKER, 0), (Role.WORKER, 1)):
+            assert state.tasks[key].stop_requested_at is not None
+        for role, index in (("ps", 0), ("evaluator", 0), ("worker", 0), ("worker", 1)):
+            state.task_end(role, index, 0, -15, "")
+
+    state, launcher = run(spec, scenario)
+    assert state.phase is Phase.SUCCEEDED
+    assert launcher.final is not None and launcher.final[0] == "SUCCEEDED"
+    assert "chief:0 finished successfully" in launcher.final[1]
+    states = {t.key: t.state for t in state.tasks.values()}
+    assert states["ps:0"] is TaskState.KILLED
+    assert states["worker:1"] is TaskState.KILLED
+    assert launcher.progress == 1.0
+
+
+def test_training_workers_get_worker_grace_after_the_lead_succeeds() -> None:
+    # A chief with workers but no ps (e.g. MultiWorkerMirrored): workers train,
+    # so they may finish their last steps before being stopped.
+    spec = job(tasks={"chief": 1, "worker": 2}, worker_grace=5)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        register_all(state, launcher)
+        worker_stream = state.watch("worker", 1, 0, known=0)
         state.task_end("worker", 0, 0, 0, "")  # a worker may finish first
         state.task_end("chief", 0, 0, 0, "")
         await settle()
         assert state.phase is Phase.FINISHING
-        # ps and evaluator are told to stop at once; worker 1 keeps its grace.
-        events = [pb.ClusterEvent.FromString(e) async for e in ps_stream.events()]
-        assert [e.WhichOneof("event") for e in events] == ["cluster_spec", "stop"]
-        assert state.tasks[(Role.EVALUATOR, 0)].stop_requested_at is not None
         assert state.tasks[(Role.WORKER, 1)].stop_requested_at is None
-        state.task_end("ps", 0, 0, -15, "")
-        state.task_end("evaluator", 0, 0, -15, "")
         clock.now += 6  # past worker_grace
         await settle()
         assert state.tasks[(Role.WORKER, 1)].stop_requested_at is not None
@@ -119,12 +147,9 @@ def test_cluster_forms_when_every_tf_task_registered_then_lead_success_ends_job(
     state, launcher = run(spec, scenario)
     assert state.phase is Phase.SUCCEEDED
     assert launcher.final is not None and launcher.final[0] == "SUCCEEDED"
-    assert "chief:0 finished successfully" in launcher.final[1]
     states = {t.key: t.state for t in state.tasks.values()}
-    assert states["ps:0"] is TaskState.KILLED
     assert states["worker:0"] is TaskState.SUCCEEDED
     assert states["worker:1"] is TaskState.KILLED
-    assert launcher.progress == 1.0
 
 
 def test_failing_task_fails_the_job_naming_task_code_and_stderr() -> None:
