@@ -85,7 +85,8 @@ def test_failing_task_fails_the_job_and_names_it(tmp_path: Path) -> None:
     started = time.monotonic()
     done = run_cli(
         "submit", *SMALL_ARGS, "--worker_memory", "256 MiB",
-        "--num_worker", "2", "--name", "test-failing", script,
+        "--num_worker", "2", "--name", "test-failing", "--max_restarts", "0",
+        script,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert time.monotonic() - started < 110, "the job waited for the sleeping lead"
@@ -100,7 +101,9 @@ def test_failing_task_fails_the_job_and_names_it(tmp_path: Path) -> None:
 def test_python_api_raises_job_failed(yarn: Any, tmp_path: Path) -> None:
     script = write(tmp_path, "failing.py", FAILING)
     with pytest.raises(JobFailedError) as err:
-        tfyarn.submit(script, num_worker=2, wait=True, client=yarn, **PLAIN)
+        tfyarn.submit(
+            script, num_worker=2, max_restarts=0, wait=True, client=yarn, **PLAIN
+        )
     assert err.value.final_status == "FAILED"
     assert "worker:1" in err.value.diagnostics
 
