@@ -16,8 +16,7 @@ one (a job started again, or restarted by tfyarn after a failure, continues
 from there), saves checkpoints that ``tfyarn.checkpoint.saver_listener``
 uploads, and once the global step reaches ``--steps`` prints ``steps=`` and
 the held-out ``accuracy=`` and exits, which ends the job: tfyarn stops the ps
-and, after a grace period (``--worker_grace``), the other workers, which train
-until then.
+and, after a grace period, any worker still waiting for a sync token.
 """
 
 from __future__ import annotations
@@ -109,7 +108,7 @@ def main() -> None:
     # checkpoint to HDFS, and restores from the newest one fetched from there.
     local_dir = tempfile.mkdtemp(prefix="ckpt-")
     saver = v1.train.Saver(max_to_keep=2, save_relative_paths=True)
-    hooks = [optimizer.make_session_run_hook(is_chief)]
+    hooks = []
     if is_chief:
         restored = download_latest(args.checkpoint_dir, local_dir)
         # Read it here: once the session starts, other workers move the step.
@@ -123,9 +122,13 @@ def main() -> None:
                 listeners=[saver_listener(args.checkpoint_dir, local_dir)],
             )
         )
+    # After the checkpoint hook: its first save runs before any step can.
+    hooks.append(optimizer.make_session_run_hook(is_chief))
     config = v1.ConfigProto(
         device_filters=["/job:ps", f"/job:worker/task:{args.index}"]
     )
+    # A sync step waits for the other workers' gradients: bound that wait.
+    wait_at_most = v1.RunOptions(timeout_in_ms=10_000)
     start, mine = time.time(), 0
     with v1.train.MonitoredTrainingSession(
         master=server.target,
@@ -141,11 +144,16 @@ def main() -> None:
         stop_grace_period_secs=3,
     ) as sess:
         step = sess.run(global_step)
-        # Only the chief decides when training ends: a worker that left by
-        # itself could leave the chief waiting forever for the gradients of its
-        # last step. The others train on until tfyarn stops them.
-        while step < args.steps or not is_chief:
-            _, step, loss_value = sess.run([train_op, global_step, loss])
+        while step < args.steps:
+            try:
+                _, step, loss_value = sess.run(
+                    [train_op, global_step, loss], options=wait_at_most
+                )
+            except tf.errors.DeadlineExceededError:
+                # No step completed in time: the other worker may have finished
+                # the last steps and left, or not have joined yet; look again.
+                step = sess.run(global_step)
+                continue
             tfyarn.report_progress(step, loss=float(loss_value), total_steps=args.steps)
             mine += 1
         test_accuracy = sess.run(accuracy)

@@ -177,7 +177,7 @@ def test_tf1_sync_replicas_with_placeholders(yarn: Any, digits: str, base: str) 
         "tf1_sync_replicas.py",
         [*placeholders, *_common(digits, base + "/tf1-sync")],
         "worker:0",
-        targets=(150, 250),
+        targets=(200, 300),
         exact=False,
         num_ps=1,
         num_worker=2,
