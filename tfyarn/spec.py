@@ -105,7 +105,9 @@ class JobSpec:
             if getattr(self, name) < 1:
                 raise SpecError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_restarts < 0:
-            raise SpecError(f"max_restarts must not be negative, got {self.max_restarts}")
+            raise SpecError(
+                f"max_restarts must not be negative, got {self.max_restarts}"
+            )
         for name in ("registration_timeout", "heartbeat_interval", "heartbeat_timeout"):
             if getattr(self, name) <= 0:
                 raise SpecError(f"{name} must be positive, got {getattr(self, name)}")
