@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from typing import Any
 
+from tfyarn import config
 from tfyarn.cluster._settings import PORTS, ClusterSettings, load_settings
 from tfyarn.cluster.local import START_TIMEOUT_S, ClusterStatus, LocalCluster
-
-_MEMORY = re.compile(r"^\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
-_MEMORY_UNITS = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+from tfyarn.errors import SpecError
 
 
 def parse_memory(text: str) -> int:
-    """``16384``, ``16g``, ``16 GiB`` or ``512m`` to MiB."""
-    match = _MEMORY.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(
-            f"expected a memory size such as 16384 (MiB), 16g or 512MiB, got {text!r}"
-        )
-    return int(int(match.group(1)) * _MEMORY_UNITS[match.group(2).lower()])
+    """``16384``, ``16g``, ``16 GiB`` or ``512m`` to MiB, read as ``submit`` reads them."""
+    try:
+        return config.parse_memory(text)
+    except SpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def parse_port(text: str) -> tuple[str, int]:
