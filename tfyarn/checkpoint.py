@@ -64,6 +64,28 @@ def _checkpoint_prefix(name: str) -> str | None:
     return None
 
 
+def _download_checkpoint(fs: Any, directory: str, prefix: str, local_dir: str) -> None:
+    """Copy one checkpoint's files (data, index, a TF1 ``.meta``) into ``local_dir``.
+
+    Refuses a checkpoint the state file names but whose index or data is missing.
+    """
+    infos = [
+        i
+        for i in fs.glob(_fs.join(directory, prefix + ".*"))
+        if _checkpoint_prefix(i.url.rsplit("/", 1)[-1]) == prefix
+    ]
+    names = [i.url.rsplit("/", 1)[-1] for i in infos]
+    if prefix + ".index" not in names or not any(".data-" in n for n in names):
+        raise HdfsError(
+            f"checkpoint {_fs.join(directory, prefix)} is listed in "
+            f"{_fs.join(directory, STATE_FILE)} but its files are incomplete "
+            f"(found {names}). Delete the state file to start over, or restore an "
+            "older checkpoint by hand."
+        )
+    for info in infos:
+        fs.get_file(info.url, os.path.join(local_dir, info.url.rsplit("/", 1)[-1]))
+
+
 def _read_state(local_dir: str) -> Any:
     import tensorflow as tf
 
@@ -167,17 +189,7 @@ class CheckpointManager:
         if latest is None:
             return None
         prefix = latest.rsplit("/", 1)[-1]
-        infos = self._fs.glob(self._remote(prefix + ".*"))
-        names = [i.url.rsplit("/", 1)[-1] for i in infos]
-        if prefix + ".index" not in names or not any(".data-" in n for n in names):
-            raise HdfsError(
-                f"checkpoint {latest} is listed in {self._remote(STATE_FILE)} but its "
-                f"files are incomplete (found {names}). Delete the state file to "
-                "start over, or restore an older checkpoint by hand."
-            )
-        for info in infos:
-            name = info.url.rsplit("/", 1)[-1]
-            self._fs.get_file(info.url, os.path.join(self.local_dir, name))
+        _download_checkpoint(self._fs, self.directory, prefix, self.local_dir)
         status = self.checkpoint.restore(os.path.join(self.local_dir, prefix))
         if expect_partial:
             status.expect_partial()
@@ -282,20 +294,7 @@ def download_latest(directory: str, local_dir: str) -> str | None:
     if state is None or not state.model_checkpoint_path:
         return None
     prefix = os.path.basename(state.model_checkpoint_path)
-    infos = [
-        i
-        for i in fs.glob(_fs.join(directory, prefix + ".*"))
-        if _checkpoint_prefix(i.url.rsplit("/", 1)[-1]) == prefix
-    ]
-    names = [i.url.rsplit("/", 1)[-1] for i in infos]
-    if prefix + ".index" not in names or not any(".data-" in n for n in names):
-        raise HdfsError(
-            f"checkpoint {_fs.join(directory, prefix)} is listed in {state_url} but "
-            f"its files are incomplete (found {names}). Delete the state file to "
-            "start over, or restore an older checkpoint by hand."
-        )
-    for info in infos:
-        fs.get_file(info.url, os.path.join(local_dir, info.url.rsplit("/", 1)[-1]))
+    _download_checkpoint(fs, directory, prefix, local_dir)
     # Only the newest checkpoint came along: the state file must say so, or a
     # local Saver would try to prune files that are not here.
     _write_state(local_dir, [prefix])
