@@ -1,9 +1,11 @@
 """The task runtime: ``python -m tfyarn.runtime`` in every task container.
 
 One task's life: reserve a port (held until the end), register with the master,
-wait for the ClusterSpec, run the user's script with TF_CONFIG (and optionally
-the legacy flags), heartbeat while it runs, forward SIGTERM / the master's Stop
-to it (SIGKILL after the grace), report how it ended, exit with its code.
+start the script's interpreter with its heavy modules imported (``preimport``,
+see :mod:`tfyarn._preload`), wait for the ClusterSpec, hand the script its
+TF_CONFIG (and optionally the legacy flags), heartbeat while it runs, forward
+SIGTERM / the master's Stop to it (SIGKILL after the grace), report how it
+ended, exit with its code.
 
 Identity comes from the environment (see :mod:`tfyarn._env`): the job in
 ``TFYARN_JOB``, the role from the skein service, the index, attempt and master
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import json
 import logging
 import os
 import shutil
@@ -24,12 +27,12 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 
-from tfyarn import _env, _tfconfig
+from tfyarn import _clusterspec, _env, _tfconfig
 from tfyarn._master_client import (
     MasterClient,
     backoff_delays,
@@ -55,6 +58,8 @@ _FATAL_CODES = (
 PORT_WAIT = 15.0
 EXIT_RUNTIME_ERROR = 1
 EXIT_BAD_ENV = 2
+# Run by path, with the job's interpreter: tfyarn need not be importable there.
+BOOTSTRAP = Path(__file__).with_name("_preload.py")
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,16 @@ class TaskContext:
             )
         except (ValueError, KeyError) as exc:
             raise SpecError(f"bad tfyarn task environment: {exc}") from exc
+
+
+@dataclass
+class _Child:
+    """The script's interpreter, the thread teeing its stderr, and (while a
+    pre-started one waits for its script) the pipe its message goes to."""
+
+    popen: subprocess.Popen[bytes]
+    tee: threading.Thread
+    message_fd: int | None = field(default=None)
 
 
 class _StopRequest:
@@ -173,7 +188,13 @@ class Runtime:
             container_id=self.ctx.container_id,
             yarn_container_id=self.ctx.yarn_container_id,
         )
+        # Import TensorFlow (several CPU-seconds) while the cluster forms,
+        # not after: the script's interpreter starts now and waits for it.
+        self.prestarted: _Child | None = None
         try:
+            script = self.workdir / self.spec.script_name
+            if self.spec.preimport and script.is_file():
+                self.prestarted = self._prestart(script, port)
             # Registration rides on the WatchCluster call (one RPC per task).
             threading.Thread(target=self._watch, name="watch", daemon=True).start()
             threading.Thread(
@@ -185,6 +206,7 @@ class Runtime:
             self._report_end(code)
             return code if code >= 0 else 128 - code
         finally:
+            self._discard_prestarted()
             self.done.set()
             sock.close()  # the port is free only once the task is over
             self.master.close()
@@ -230,6 +252,7 @@ class Runtime:
         return False
 
     def _end_without_script(self) -> int:
+        self._discard_prestarted()
         log.error(
             "%s ends before its script started: %s", self.ctx.key, self.stop.reason
         )
@@ -240,10 +263,11 @@ class Runtime:
 
     def _run_script(self, port: int) -> int:
         assert self.cluster is not None
-        cluster = {job: list(a.addresses) for job, a in self.cluster.jobs.items()}
+        cluster = _clusterspec.decode(self.cluster)
         role, index = self.ctx.role.value, self.ctx.index
         script = self.workdir / self.spec.script_name
         if not script.is_file():
+            self._discard_prestarted()
             self.stderr_tail.append(
                 f"tfyarn: the script {self.spec.script_name} is not in the container's "
                 f"directory {self.workdir} (files: {sorted(os.listdir(self.workdir))})"
@@ -253,39 +277,138 @@ class Runtime:
         args = _tfconfig.script_args(
             self.spec.args, cluster, role, index, legacy=self.spec.legacy_flags
         )
+        formed = {
+            "TF_CONFIG": _tfconfig.tf_config(cluster, role, index),
+            _env.RESTART: str(self.cluster.restart),
+        }
+        # sys.executable is the job's interpreter (JobSpec.python runs us).
+        command = [sys.executable, "-u", str(script), *args]
+        child = self._hand_over(args, formed)
+        if child is None:
+            child = self._start(command, {**self._spawn_env(port), **formed})
+            log.info("%s starts: %s", self.ctx.key, " ".join(command))
+        else:
+            log.info(
+                "%s starts: %s (in the interpreter started early with %s imported)",
+                self.ctx.key,
+                " ".join(command),
+                ", ".join(self.spec.preimport),
+            )
+        self._supervise(child.popen)
+        child.tee.join(timeout=5)
+        log.info("%s script exited with %s", self.ctx.key, child.popen.returncode)
+        return int(child.popen.returncode)
+
+    def _spawn_env(self, port: int) -> dict[str, str]:
+        """The script's environment as far as it is known before formation.
+
+        Both are read when TensorFlow is imported or its server created, so
+        they must be there when the interpreter starts.
+        """
         env = dict(self.base_env)
         env.update(
             {
-                "TF_CONFIG": _tfconfig.tf_config(cluster, role, index),
                 # TensorFlow binds its port with SO_REUSEPORT, next to our
                 # reservation (tfyarn/_ports.py).
                 "TF_GRPC_REUSE_PORT": "1",
                 "PYTHONUNBUFFERED": "1",
                 _env.PORT: str(port),
-                _env.RESTART: str(self.cluster.restart),
             }
         )
-        # sys.executable is the job's interpreter (JobSpec.python runs us).
-        command = [sys.executable, "-u", str(script), *args]
-        log.info("%s starts: %s", self.ctx.key, " ".join(command))
+        return env
+
+    def _start(
+        self, command: list[str], env: Mapping[str, str], pass_fds: tuple[int, ...] = ()
+    ) -> _Child:
         # Same process group as us: when YARN kills the container's group, the
         # script goes too. And if this runtime is killed alone (SIGKILL), the
         # kernel kills the script (PDEATHSIG, set by setpriv before exec): an
         # orphan would keep the port and the TF server alive behind the
         # master's back. (Not a preexec_fn: forking a process that runs gRPC
         # aborts the child in gRPC's fork handlers.)
-        child = subprocess.Popen(
+        popen = subprocess.Popen(
             [*_die_with_parent(), *command],
             env=env,
             cwd=self.workdir,
             stderr=subprocess.PIPE,
+            pass_fds=pass_fds,
         )
-        tee = threading.Thread(target=self._tee_stderr, args=(child,), daemon=True)
+        tee = threading.Thread(target=self._tee_stderr, args=(popen,), daemon=True)
         tee.start()
-        self._supervise(child)
-        tee.join(timeout=5)
-        log.info("%s script exited with %s", self.ctx.key, child.returncode)
-        return int(child.returncode)
+        return _Child(popen, tee)
+
+    def _prestart(self, script: Path, port: int) -> _Child | None:
+        """Start the bootstrap: it imports ``spec.preimport``, then waits for
+        the message :meth:`_hand_over` writes to its pipe."""
+        read_fd, write_fd = os.pipe()  # both non-inheritable but for pass_fds
+        command = [
+            sys.executable,
+            "-u",
+            str(BOOTSTRAP),
+            str(read_fd),
+            str(script),
+            *self.spec.preimport,
+        ]
+        try:
+            child = self._start(command, self._spawn_env(port), pass_fds=(read_fd,))
+        except OSError as exc:
+            os.close(write_fd)
+            log.warning("could not pre-start the script's interpreter: %s", exc)
+            return None
+        finally:
+            os.close(read_fd)
+        child.message_fd = write_fd
+        log.info(
+            "%s pre-started the script's interpreter (pid %d), importing %s",
+            self.ctx.key,
+            child.popen.pid,
+            ", ".join(self.spec.preimport),
+        )
+        return child
+
+    def _hand_over(self, args: list[str], env: Mapping[str, str]) -> _Child | None:
+        """Give the pre-started interpreter its script's arguments and the
+        environment known only now; None if there is none (alive) to give it to."""
+        child, self.prestarted = self.prestarted, None
+        if child is None or child.message_fd is None:
+            return None
+        message = json.dumps({"env": dict(env), "args": args}).encode()
+        fd, child.message_fd = child.message_fd, None
+        try:
+            if child.popen.poll() is None:
+                # A message larger than the pipe's buffer (64 KiB) waits here
+                # for the imports to end.
+                view = memoryview(message)
+                while view:
+                    view = view[os.write(fd, view) :]
+                return child
+        except BrokenPipeError:
+            pass
+        finally:
+            os.close(fd)  # the end of the message
+        # It died importing (a crash in an extension module): start the script
+        # the plain way, which fails or not as it would have without preimport.
+        child.popen.wait()
+        child.tee.join(timeout=5)
+        log.warning(
+            "the pre-started interpreter ended with %s before its script was "
+            "handed over; starting the script in a new one",
+            child.popen.returncode,
+        )
+        return None
+
+    def _discard_prestarted(self) -> None:
+        """Kill and reap a pre-started interpreter that never got its script."""
+        child, self.prestarted = self.prestarted, None
+        if child is None:
+            return
+        if child.message_fd is not None:
+            os.close(child.message_fd)
+            child.message_fd = None
+        _signal(child.popen, signal.SIGKILL)  # it ran imports only, no user code
+        child.popen.wait()
+        child.tee.join(timeout=5)
+        log.info("%s: the pre-started interpreter was stopped", self.ctx.key)
 
     def _supervise(self, child: subprocess.Popen[bytes]) -> None:
         """Wait for the script; on a stop request, SIGTERM it, SIGKILL after the grace."""

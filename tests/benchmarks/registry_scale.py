@@ -27,6 +27,7 @@ import grpc
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from tfyarn import _clusterspec
 from tfyarn._master_client import CHANNEL_OPTIONS
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
@@ -85,19 +86,29 @@ async def _serve(tasks: int, directory: Path) -> None:
 # -- the tasks side ---------------------------------------------------------------------
 
 
+def _host(index: int) -> str:
+    # Cluster-like names: 200 nodes with fully qualified names.
+    return f"hdp-worker-{index % 200:04d}.prod.dc1.example.com"
+
+
 async def _one_task(stub: master_pb2_grpc.MasterStub, index: int, tasks: int) -> None:
     # As tfyarn.runtime does: register inside the WatchCluster call.
     key = pb.TaskKey(role="worker", index=index)
     register = pb.RegisterTaskRequest(
-        task=key, attempt=0, host=f"node-{index % 200:03d}", port=20000 + index
+        task=key, attempt=0, host=_host(index), port=20000 + index
     )
     stream = stub.WatchCluster(
         pb.WatchClusterRequest(task=key, attempt=0, register=register), timeout=120
     )
     async for event in stream:
+        # Every task parses its spec; one also builds TF_CONFIG's address
+        # list from it (as the runtime does, on its own machine) and checks it.
         spec = event.cluster_spec
         assert spec.generation == 1, event
-        assert len(spec.jobs["worker"].addresses) == tasks
+        assert len(spec.jobs["worker"].port) == tasks
+        if index == 0:
+            expected = [f"{_host(i)}:{20000 + i}" for i in range(tasks)]
+            assert _clusterspec.decode(spec) == {"worker": expected}
         stream.cancel()
         return
     raise AssertionError(f"worker:{index} got no ClusterSpec")

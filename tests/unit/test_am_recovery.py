@@ -7,6 +7,7 @@ from test_am_state import Clock, register, run, settle
 
 from am.launcher import FakeLauncher
 from am.state import JobState, Phase, TaskRejected, TaskState
+from tfyarn import _clusterspec
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.spec import Role
 
@@ -76,9 +77,8 @@ def test_lost_ps_strategy_worker_is_replaced_alone_at_its_old_port() -> None:
         assert state.generation == 1  # same addresses: same cluster
         watcher = state.watch("worker", 1, 1, known=0)
         event = pb.ClusterEvent.FromString(await anext(watcher.events()))
-        assert (
-            event.cluster_spec.jobs["worker"].addresses[1] == f"h:{ports['worker:1']}"
-        )
+        worker_1 = _clusterspec.decode(event.cluster_spec)["worker"][1]
+        assert worker_1 == f"h:{ports['worker:1']}"
         # The old attempt is refused.
         try:
             state.heartbeat("worker", 1, 0)

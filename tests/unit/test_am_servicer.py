@@ -8,6 +8,7 @@ from _am_support import LiveMaster, job, new_credentials
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from am.state import Phase
+from tfyarn import _clusterspec
 from tfyarn._master_client import CHANNEL_OPTIONS, secure_channel
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
@@ -80,7 +81,7 @@ def test_registration_broadcasts_one_cluster_spec_to_every_task(
     for stream in streams.values():
         event = next(stream)
         assert event.cluster_spec.generation == 1
-        jobs = {k: list(v.addresses) for k, v in event.cluster_spec.jobs.items()}
+        jobs = _clusterspec.decode(event.cluster_spec)
         # The evaluator gets the cluster but is not part of it.
         assert jobs == {"ps": ["node:3000"], "worker": ["node:3001", "node:3002"]}
 

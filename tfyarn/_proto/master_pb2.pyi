@@ -49,28 +49,32 @@ class WatchClusterRequest(_message.Message):
     register: RegisterTaskRequest
     def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., known_generation: _Optional[int] = ..., register: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ...) -> None: ...
 
-class JobAddresses(_message.Message):
-    __slots__ = ("addresses",)
-    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
-    addresses: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, addresses: _Optional[_Iterable[str]] = ...) -> None: ...
+class JobTasks(_message.Message):
+    __slots__ = ("host", "port")
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    host: _containers.RepeatedScalarFieldContainer[int]
+    port: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, host: _Optional[_Iterable[int]] = ..., port: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ClusterSpec(_message.Message):
-    __slots__ = ("generation", "jobs", "restart")
+    __slots__ = ("generation", "jobs", "restart", "hosts")
     class JobsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: str
-        value: JobAddresses
-        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[JobAddresses, _Mapping]] = ...) -> None: ...
+        value: JobTasks
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[JobTasks, _Mapping]] = ...) -> None: ...
     GENERATION_FIELD_NUMBER: _ClassVar[int]
     JOBS_FIELD_NUMBER: _ClassVar[int]
     RESTART_FIELD_NUMBER: _ClassVar[int]
+    HOSTS_FIELD_NUMBER: _ClassVar[int]
     generation: int
-    jobs: _containers.MessageMap[str, JobAddresses]
+    jobs: _containers.MessageMap[str, JobTasks]
     restart: int
-    def __init__(self, generation: _Optional[int] = ..., jobs: _Optional[_Mapping[str, JobAddresses]] = ..., restart: _Optional[int] = ...) -> None: ...
+    hosts: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, generation: _Optional[int] = ..., jobs: _Optional[_Mapping[str, JobTasks]] = ..., restart: _Optional[int] = ..., hosts: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Stop(_message.Message):
     __slots__ = ("reason", "grace_seconds")
