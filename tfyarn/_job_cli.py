@@ -124,10 +124,18 @@ def _add_submit(subparsers: Any) -> None:
             group.add_argument(
                 flag,
                 action="append",
-                metavar="PATH",
+                metavar="MODULE" if key == "preimport" else "PATH",
                 default=None,
                 help=helptext + " Repeatable or comma-separated.",
             )
+            if key == "preimport":
+                group.add_argument(
+                    "--no_preimport",
+                    dest=key,
+                    action="store_const",
+                    const=[],
+                    help="import nothing early: start each script after formation",
+                )
         else:
             metavar = {"int": "N", "number": "SECONDS", "memory": "MEM"}.get(
                 kind, "VALUE"

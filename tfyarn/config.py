@@ -139,6 +139,13 @@ def to_spec(
         files=tuple(config["files"]),
         python=config["python"] or sys.executable,
         legacy_flags=config["legacy_flags"],
+        # "tensorflow,numpy" from the command line is two modules.
+        preimport=tuple(
+            m.strip()
+            for item in config["preimport"]
+            for m in item.split(",")
+            if m.strip()
+        ),
         am_memory_mib=config["am_memory"],
         am_vcores=config["am_vcores"],
         max_am_attempts=config["max_am_attempts"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import keyword
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -83,6 +84,9 @@ class JobSpec:
     python: str = "python3"
     # Append --ps_hosts/--worker_hosts/--job_name/--task_index to the script's args.
     legacy_flags: bool = False
+    # Modules the script's interpreter imports while the cluster forms (see
+    # tfyarn/_preload.py); empty: the interpreter starts after formation.
+    preimport: tuple[str, ...] = ()
     am_memory_mib: int = 1024
     am_vcores: int = 1
     max_am_attempts: int = 1
@@ -100,6 +104,14 @@ class JobSpec:
         object.__setattr__(self, "tasks", tasks)
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         object.__setattr__(self, "files", tuple(self.files))
+        object.__setattr__(self, "preimport", tuple(self.preimport))
+        for module in self.preimport:
+            if not is_module_name(module):
+                raise SpecError(
+                    f"preimport: {module!r} is not a module name; give dotted "
+                    "Python identifiers such as tensorflow or numpy.linalg "
+                    "(or --no_preimport to import nothing early)"
+                )
         object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
         for name in ("max_am_attempts", "am_memory_mib", "am_vcores"):
             if getattr(self, name) < 1:
@@ -232,6 +244,7 @@ class JobSpec:
         out["tasks"] = {r.value: dataclasses.asdict(g) for r, g in self.tasks.items()}
         out["args"] = list(self.args)
         out["files"] = list(self.files)
+        out["preimport"] = list(self.preimport)
         out["env"] = dict(self.env)
         return out
 
@@ -313,6 +326,13 @@ class JobSpec:
             max_attempts=self.max_am_attempts,
             tags={"tfyarn"},
         )
+
+
+def is_module_name(name: object) -> bool:
+    """Whether ``name`` is an importable-looking dotted name (``numpy.linalg``)."""
+    return isinstance(name, str) and all(
+        p.isidentifier() and not keyword.iskeyword(p) for p in name.split(".")
+    )
 
 
 def _as_group(value: TaskGroup | Mapping[str, Any]) -> TaskGroup:

@@ -1,0 +1,92 @@
+"""Bootstrap of a task's script: import heavy modules early, run the script later.
+
+The runtime starts this file (by path, with the job's interpreter) as soon as
+the task holds its port, while it still waits for the ClusterSpec::
+
+    python -u _preload.py FD SCRIPT [MODULE ...]
+
+It imports each MODULE (``tensorflow`` by default; a failure is ignored here
+and surfaces again when the script imports it), then blocks reading one JSON
+message from the inherited pipe FD, ``{"env": {...}, "args": [...]}``: what is
+only known once the cluster formed (TF_CONFIG, TFYARN_RESTART, ...). It adds
+``env`` to ``os.environ`` and runs SCRIPT as ``python -u SCRIPT *args`` would:
+``__name__ == "__main__"``, ``sys.argv[0]`` and ``__file__`` the script,
+``sys.path[0]`` its directory, the same exit codes and tracebacks.
+
+It must not import tfyarn (``--python`` may be another environment than the
+runtime's), so it uses the standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import runpy
+import sys
+from types import TracebackType
+from typing import Any
+
+# An empty or unreadable message: the runtime died or will not run the script.
+EXIT_NO_MESSAGE = 3
+
+
+def main(argv: list[str]) -> int:
+    fd, script, modules = int(argv[1]), argv[2], argv[3:]
+    # Python put this file's directory (the tfyarn package) first on sys.path;
+    # it holds modules named like real ones (tensorboard.py, config.py) that
+    # would shadow them. The script's directory belongs there, as for
+    # `python SCRIPT`, before anything else is imported.
+    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    _preimport(modules)
+    try:
+        message = _read_message(fd)
+    except (OSError, ValueError):
+        message = None
+    if not isinstance(message, dict):
+        return EXIT_NO_MESSAGE
+    os.environ.update({str(k): str(v) for k, v in message.get("env", {}).items()})
+    # runpy sets sys.argv[0] to the script while it runs.
+    sys.argv = [script, *(str(a) for a in message.get("args", []))]
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except (SystemExit, KeyboardInterrupt):
+        # The interpreter ends on them as for any script: the exit code or
+        # message, or SIGINT re-raised.
+        raise
+    except BaseException as exc:  # noqa: BLE001 - printed as Python would
+        tb = _without_bootstrap(exc.__traceback__)
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        return 1
+    return 0
+
+
+def _preimport(modules: list[str]) -> None:
+    for name in modules:
+        # A failure surfaces again, with its traceback, when the script imports it.
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+
+
+def _read_message(fd: int) -> Any:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)  # the script's own children must not inherit it
+    return json.loads(b"".join(chunks)) if chunks else None
+
+
+def _without_bootstrap(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback from the script's first frame on, as `python SCRIPT` shows it."""
+    ours = (globals(), vars(runpy))  # by module: runpy is "<frozen runpy>" in 3.11
+    while tb is not None and any(tb.tb_frame.f_globals is g for g in ours):
+        tb = tb.tb_next
+    return tb
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
