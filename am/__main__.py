@@ -9,6 +9,7 @@ the job ends, then end the application with its final status.
 from __future__ import annotations
 
 import asyncio
+import gc
 import getpass
 import json
 import logging
@@ -105,12 +106,25 @@ async def _add_status_page(state: JobState, launcher: Launcher) -> None:
         log.exception("could not add the status page to the YARN web UI")
 
 
-def main() -> int:
+def configure_process() -> None:
+    """Logging and garbage collection as the master runs them (and its benchmark)."""
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # The master keeps a few objects per task for the whole job, and every
+    # gRPC call allocates a few dozen short-lived ones. With the default
+    # thresholds the collector runs every 700 allocations and keeps walking
+    # the long-lived ones: ~10% of the master's CPU while 5000 tasks
+    # register (tests/benchmarks/registry_scale.py). Collect young objects
+    # less often, and leave what exists at start-up (imported modules) out.
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
+
+
+def main() -> int:
+    configure_process()
     import skein
 
     from am.launcher import SkeinLauncher, final_marker_url

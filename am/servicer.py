@@ -37,25 +37,26 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
         self, request: pb.WatchClusterRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[bytes]:
         # Yields ClusterEvents already serialized by the state: one
-        # serialization per generation, shared by every stream.
-        if request.HasField("register"):
-            reg = request.register
-            if (reg.task, reg.attempt) != (request.task, request.attempt):
-                await context.abort(
-                    grpc.StatusCode.INVALID_ARGUMENT,
-                    f"WatchCluster for {request.task.role}:{request.task.index} "
-                    f"carries the registration of {reg.task.role}:{reg.task.index}",
-                )
-            await _guard(context, lambda: self.state.register(reg))
-        watcher = await _guard(
-            context,
-            lambda: self.state.watch(
+        # serialization per generation, shared by every stream. Called once
+        # per task when a job starts, so it calls the state directly.
+        try:
+            if request.HasField("register"):
+                reg = request.register
+                if (reg.task, reg.attempt) != (request.task, request.attempt):
+                    raise TaskRejected(
+                        "INVALID_ARGUMENT",
+                        f"WatchCluster for {request.task.role}:{request.task.index} "
+                        f"carries the registration of {reg.task.role}:{reg.task.index}",
+                    )
+                self.state.register(reg)
+            watcher = self.state.watch(
                 request.task.role,
                 request.task.index,
                 request.attempt,
                 request.known_generation,
-            ),
-        )
+            )
+        except TaskRejected as exc:
+            await context.abort(getattr(grpc.StatusCode, exc.code), str(exc))
         try:
             async for event in watcher.events():
                 yield event

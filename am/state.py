@@ -235,6 +235,7 @@ class JobState:
         self.failures: list[str] = []
         self.diagnostics = ""
         self.started = wall()
+        self._stamp_second, self._stamp_text = -1, ""
         self.cluster_formed_at: float | None = None
         self.tasks: dict[tuple[Role, int], Task] = {
             key: Task(role=key[0], index=key[1]) for key in spec.task_keys()
@@ -604,8 +605,12 @@ class JobState:
         )
         for task in self.tasks.values():
             if task.state is TaskState.REGISTERED:
+                # Logged once above for all of them.
                 self._set(
-                    task, TaskState.RUNNING, f"received cluster {self.generation}"
+                    task,
+                    TaskState.RUNNING,
+                    f"received cluster {self.generation}",
+                    quiet=True,
                 )
             for watcher in task.watchers:
                 watcher.put(self._cluster_event)
@@ -657,12 +662,23 @@ class JobState:
         return await self._finish(*self._outcome)
 
     async def _launch_all(self) -> None:
-        for task in self.tasks.values():
-            if self._outcome is not None:
-                return
-            await self._launch(task)
+        # One log line per role, not one per task: a big job has thousands.
+        for role in ROLES:
+            tasks = [t for t in self.tasks.values() if t.role is role]
+            for task in tasks:
+                if self._outcome is not None:
+                    return
+                await self._launch(task, quiet=True)
+            if tasks:
+                log.info(
+                    "requested %d %s container(s): %s .. %s",
+                    len(tasks),
+                    role.value,
+                    tasks[0].container_id,
+                    tasks[-1].container_id,
+                )
 
-    async def _launch(self, task: Task) -> None:
+    async def _launch(self, task: Task, *, quiet: bool = False) -> None:
         env = {
             _env.TASK_INDEX: str(task.index),
             _env.ATTEMPT: str(task.attempt),
@@ -674,7 +690,7 @@ class JobState:
         task.requested_at = self.clock()
         info = await self.launcher.start(task.role.value, env)
         task.container_id = info.id
-        self._note(task, f"requested container {info.id}")
+        self._note(task, f"requested container {info.id}", quiet=quiet)
 
     async def _reconcile(self) -> None:
         now = self.clock()
@@ -1033,16 +1049,27 @@ class JobState:
 
     # -- helpers ----------------------------------------------------------------------
 
-    def _set(self, task: Task, state: TaskState, note: str) -> None:
+    def _set(
+        self, task: Task, state: TaskState, note: str, *, quiet: bool = False
+    ) -> None:
         task.state = state
-        self._note(task, f"{state.value}: {note}")
+        self._note(task, f"{state.value}: {note}", quiet=quiet)
 
-    def _note(self, task: Task, text: str) -> None:
-        stamp = time.strftime("%H:%M:%S", time.gmtime(self.wall()))
-        task.history.append(f"{stamp} {text}")
+    def _note(self, task: Task, text: str, *, quiet: bool = False) -> None:
+        """Add to the task's history; also log it unless a summary line says it."""
+        task.history.append(f"{self._stamp()} {text}")
         self._dirty = True
         del task.history[:-HISTORY_LIMIT]
-        log.info("%s %s", task.key, text)
+        if not quiet:
+            log.info("%s %s", task.key, text)
+
+    def _stamp(self) -> str:
+        # Thousands of notes land in the same second when a big job forms.
+        second = int(self.wall())
+        if second != self._stamp_second:
+            self._stamp_second = second
+            self._stamp_text = time.strftime("%H:%M:%S", time.gmtime(second))
+        return self._stamp_text
 
     def _poke(self) -> None:
         self._wakeup.set()
