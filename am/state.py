@@ -43,6 +43,13 @@ KILL_MARGIN = 5.0
 STDERR_TAIL_CHARS = 4000
 HISTORY_LIMIT = 50
 MIN_PASS_GAP = 0.05
+# Jobs up to this size log every task's routine steps; bigger ones log a
+# summary each pass (every task's steps stay in its history and the status).
+LOG_EACH_TASK_UP_TO = 200
+# A full pass (poll YARN's view of every container, check every task) costs
+# ~1 ms per 50 tasks in the master, and more in skein's get_containers: big
+# jobs scan less often, 5000 tasks every 2.5 s.
+TASKS_PER_TICK_SECOND = 2000
 # After `tfyarn kill` stopped every task, how long the master waits for the
 # client's YARN kill before ending the application KILLED itself.
 STOPPED_LINGER = 30.0
@@ -202,7 +209,8 @@ class JobState:
         Monotonic time for timeouts and epoch time for the status snapshot;
         tests replace them.
     tick
-        The longest the reconcile loop sleeps between passes.
+        The longest the reconcile loop sleeps between passes (raised for big
+        jobs: see TASKS_PER_TICK_SECOND).
     """
 
     def __init__(
@@ -221,7 +229,7 @@ class JobState:
         self.master_address = master_address
         self.clock = clock
         self.wall = wall
-        self.tick = tick
+        self.tick = max(tick, len(spec.task_keys()) / TASKS_PER_TICK_SECOND)
         self.publish_interval = publish_interval
         self.phase = Phase.LAUNCHING
         self.generation = 0
@@ -267,6 +275,8 @@ class JobState:
         self._polled_at = float("-inf")
         self._last_progress = -1.0
         self._containers: dict[str, ContainerInfo] = {}
+        self._log_each = len(self.tasks) <= LOG_EACH_TASK_UP_TO
+        self._summary = ""  # the last summary line a big job logged
         # The latest snapshot as JSON; other threads (the status page) read only this.
         self.last_status = ""
 
@@ -316,7 +326,12 @@ class JobState:
         task.container_id = req.container_id or task.container_id
         task.yarn_container_id = req.yarn_container_id or task.yarn_container_id
         task.last_heartbeat = self.clock()
-        self._set(task, TaskState.REGISTERED, f"registered at {task.address}")
+        self._set(
+            task,
+            TaskState.REGISTERED,
+            f"registered at {task.address}",
+            quiet=not self._log_each,
+        )
         self.unregistered.discard(task)
         formed_at = self._formed.get(task)
         if self._cluster_event is not None and formed_at not in (None, task.address):
@@ -706,6 +721,8 @@ class JobState:
                 )
             for task in self.tasks.values():
                 self._watch_container(task, now)
+            if not self._log_each:
+                self._log_summary()
             self._check_registration(now)
             self._check_heartbeats(now)
             self._check_stall(now)
@@ -716,6 +733,15 @@ class JobState:
         if self._stopping_since is not None:
             self._check_stopping(now)
         await self._publish()
+
+    def _log_summary(self) -> None:
+        counts: dict[str, int] = {}
+        for task in self.tasks.values():
+            counts[task.state.value] = counts.get(task.state.value, 0) + 1
+        line = ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+        if line != self._summary:
+            self._summary = line
+            log.info("%d tasks: %s", len(self.tasks), line)
 
     def _watch_container(self, task: Task, now: float) -> None:
         info = self._containers.get(task.container_id or "")
@@ -730,6 +756,7 @@ class JobState:
                 task,
                 TaskState.ALLOCATED,
                 f"got {info.yarn_container_id} on {info.node}",
+                quiet=not self._log_each,
             )
         if not info.ended:
             return

@@ -300,3 +300,26 @@ def test_timeouts_fire_even_when_yarn_cannot_be_polled() -> None:
     _, launcher = run(job(tasks={"worker": 1}, registration_timeout=30), scenario)
     assert launcher.final is not None and launcher.final[0] == "FAILED"
     assert "worker:0 waiting for a container" in launcher.final[1]
+
+
+def test_big_jobs_log_a_summary_instead_of_a_line_per_task(caplog: Any) -> None:
+    caplog.set_level("INFO", logger="am.state")
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        register_all(state, launcher)
+        clock.now += 2 * state.tick  # the next pass scans (and summarizes)
+        await settle()
+        state.request_kill("test over")
+
+    state, _ = run(job(tasks={"ps": 1, "worker": 300}), scenario)
+    lines = [r.getMessage() for r in caplog.records]
+    assert not [line for line in lines if "registered at" in line], lines[:5]
+    assert "301 tasks: 301 RUNNING" in lines, lines
+    # Every task's step is still in its history.
+    assert "registered at h:" in state.tasks[(Role.WORKER, 299)].history[-2]
+
+
+def test_small_jobs_log_every_task_and_big_ones_scan_less_often() -> None:
+    small = JobState(job(tasks={"worker": 2}), FakeLauncher(), tick=0.5)
+    big = JobState(job(tasks={"ps": 10, "worker": 4990}), FakeLauncher(), tick=0.5)
+    assert (small.tick, big.tick) == (0.5, 2.5)
