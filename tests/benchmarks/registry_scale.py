@@ -4,7 +4,7 @@ The master's real gRPC service and state machine (am.servicer + am.state, with
 YARN faked) run in a subprocess, with mutual TLS on a throwaway skein-style
 certificate (CN skein-internal). This process simulates N tasks over a modest
 pool of shared TLS channels: each registers, opens WatchCluster and parses the
-ClusterSpec it receives. Prints one JSON line: seconds and the master's peak
+ClusterSpec it receives, keeping the stream open as a runtime does. Prints one JSON line: seconds and the master's peak
 memory per N.
 
     .venv/bin/python tests/benchmarks/registry_scale.py [--sizes 100 1000 5000]
@@ -94,7 +94,14 @@ def _host(index: int) -> str:
     return f"hdp-worker-{index % 200:04d}.prod.dc1.example.com"
 
 
-async def _one_task(stub: master_pb2_grpc.MasterStub, index: int, tasks: int) -> None:
+async def _one_task(
+    stub: master_pb2_grpc.MasterStub, index: int, tasks: int
+) -> grpc.aio.UnaryStreamCall:
+    """Register and wait for the ClusterSpec; return the stream, still open.
+
+    A real runtime keeps its stream for the job's life (Stop events come on
+    it), so the simulated tasks close theirs only once all have the spec.
+    """
     # As tfyarn.runtime does: register inside the WatchCluster call.
     key = pb.TaskKey(role="worker", index=index)
     register = pb.RegisterTaskRequest(
@@ -112,8 +119,7 @@ async def _one_task(stub: master_pb2_grpc.MasterStub, index: int, tasks: int) ->
         if index == 0:
             expected = [f"{_host(i)}:{20000 + i}" for i in range(tasks)]
             assert _clusterspec.decode(spec) == {"worker": expected}
-        stream.cancel()
-        return
+        return stream
     raise AssertionError(f"worker:{index} got no ClusterSpec")
 
 
@@ -131,10 +137,12 @@ async def _run_tasks(port: int, tasks: int, cert: bytes, key: bytes) -> float:
         await asyncio.wait_for(channel.channel_ready(), 30)
     stubs = [master_pb2_grpc.MasterStub(c) for c in channels]
     started = time.perf_counter()
-    await asyncio.gather(
+    streams = await asyncio.gather(
         *(_one_task(stubs[i % len(stubs)], i, tasks) for i in range(tasks))
     )
     elapsed = time.perf_counter() - started
+    for stream in streams:
+        stream.cancel()
     for channel in channels:
         await channel.close()
     return elapsed
