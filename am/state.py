@@ -964,9 +964,6 @@ class JobState:
 
     async def _finish(self, phase: Phase, diagnostics: str) -> tuple[Phase, str]:
         self.phase = phase
-        if phase is Phase.FAILED and len(self.failures) > 1:
-            extra = "\n".join(f"- {f}" for f in self.failures[1:])
-            diagnostics += f"\nAlso failed afterwards:\n{extra}"
         if self.launcher.app_id and phase is not Phase.SUCCEEDED:
             diagnostics += (
                 f"\nAll task logs: yarn logs -applicationId {self.launcher.app_id}"

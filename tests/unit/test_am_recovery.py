@@ -205,6 +205,7 @@ def test_past_the_budget_the_job_fails_listing_every_failure() -> None:
     assert "restart budget is used up (1 of max_restarts=1)" in text
     assert "1. worker:1 (attempt 0" in text and "first crash" in text
     assert "2. worker:1 (attempt 1" in text and "second crash" in text
+    assert text.count("second crash") == 2  # the reason, then once in the list
 
 
 def test_stalled_job_names_the_tasks_and_restarts_within_budget() -> None:
