@@ -29,8 +29,12 @@ class Proc:
 
     @property
     def is_script(self) -> bool:
-        """The user's script (the runtime exports TF_CONFIG to it only)."""
-        return "TF_CONFIG" in self.env
+        """The user's script: the runtime starts it with TF_GRPC_REUSE_PORT.
+
+        Not TF_CONFIG: a pre-started interpreter (tfyarn/_preload.py) gets it
+        later, in os.environ, which /proc/<pid>/environ does not show.
+        """
+        return "TF_GRPC_REUSE_PORT" in self.env
 
     @property
     def is_runtime(self) -> bool:
