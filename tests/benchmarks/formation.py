@@ -6,7 +6,9 @@ application to "every TensorFlow server is up", for 1 ps + 2 workers and
 
 - tfyarn: ``tfyarn.submit``-style job; the master requests each container,
   the runtime registers, the master broadcasts the ClusterSpec, and the task
-  script starts ``tf.distribute.Server`` from ``TF_CONFIG``;
+  script starts ``tf.distribute.Server`` from ``TF_CONFIG``. With the shipped
+  default ``preimport: [tensorflow]`` the script's interpreter imported
+  TensorFlow while the cluster formed; ``--no_preimport`` measures without;
 - baseline: a plain skein application whose containers each pick a free port,
   put ``host:port`` in skein's key-value store, wait for all the others, then
   start ``tf.distribute.Server``.
@@ -15,7 +17,8 @@ In both, every task puts ``up/<task>`` = the time its server started into the
 application's key-value store; the benchmark polls it and takes the latest.
 Prints one JSON line. Usage::
 
-    eval "$(tfyarn cluster env)"; python tests/benchmarks/formation.py [--repeat N]
+    eval "$(tfyarn cluster env)"
+    python tests/benchmarks/formation.py [--repeat N] [--no_preimport]
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ LAYOUTS = ((1, 2), (2, 4))
 MEMORY_MIB = 768
 TIMEOUT_S = 300.0
 
-# Runs as the tfyarn job's script: TF_CONFIG is already set by the runtime.
+# Runs as the tfyarn job's script: TF_CONFIG is already set by the runtime. The
+# same imports as the baseline's: with preimport, tensorflow is already loaded.
 TFYARN_TASK = """\
 import json, os, sys, time
 import skein
@@ -139,7 +143,9 @@ def _wait_end(yarn: Any, app_id: str) -> None:
     yarn.kill_application(app_id)
 
 
-def run_tfyarn(yarn: Any, work: Path, n_ps: int, n_worker: int) -> dict[str, float]:
+def run_tfyarn(
+    yarn: Any, work: Path, n_ps: int, n_worker: int, preimport: bool
+) -> dict[str, float]:
     script = work / "tfyarn_task.py"
     script.write_text(TFYARN_TASK)
     cfg = config.load(
@@ -151,6 +157,7 @@ def run_tfyarn(yarn: Any, work: Path, n_ps: int, n_worker: int) -> dict[str, flo
             "worker_memory": MEMORY_MIB,
             "am_memory": 512,
             "worker_grace": 5,
+            **({} if preimport else {"preimport": []}),
         }
     )
     spec = config.to_spec(str(script), (), cfg).validate()
@@ -195,6 +202,11 @@ def run_baseline(yarn: Any, work: Path, n_ps: int, n_worker: int) -> dict[str, f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="runs per layout and way")
+    parser.add_argument(
+        "--no_preimport",
+        action="store_true",
+        help="tfyarn tasks start their script's interpreter after formation",
+    )
     args = parser.parse_args()
     assert Role.PS  # tfyarn imported from this checkout
     results: dict[str, Any] = {}
@@ -204,7 +216,9 @@ def main() -> None:
             tf_runs, base_runs = [], []
             for _ in range(args.repeat):
                 # Alternate so slow drift on the shared machine hits both alike.
-                tf_runs.append(run_tfyarn(yarn, work, n_ps, n_worker))
+                tf_runs.append(
+                    run_tfyarn(yarn, work, n_ps, n_worker, not args.no_preimport)
+                )
                 base_runs.append(run_baseline(yarn, work, n_ps, n_worker))
             tf_s = statistics.median(r["up"] for r in tf_runs)
             base_s = statistics.median(r["up"] for r in base_runs)
@@ -219,7 +233,20 @@ def main() -> None:
                 "baseline_runs": base_runs,
             }
             print(f"# {n_ps} ps + {n_worker} workers: {results}", file=sys.stderr)
-    print(json.dumps({"benchmark": "formation", "results": results}))
+    print(
+        json.dumps(
+            {
+                "benchmark": "formation",
+                "preimport": [] if args.no_preimport else spec_preimport(),
+                "results": results,
+            }
+        )
+    )
+
+
+def spec_preimport() -> list[str]:
+    """The modules tfyarn tasks pre-imported (the loaded config's)."""
+    return list(config.to_spec("x.py", (), config.load()).preimport)
 
 
 if __name__ == "__main__":
