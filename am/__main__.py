@@ -47,11 +47,9 @@ async def serve(spec: JobSpec, launcher: Launcher, *, host: str) -> int:
     if attempt > 1:
         # YARN restarted the application master (max_am_attempts): the old
         # attempt's containers are gone and every task starts again; scripts
-        # see TFYARN_RESTART > 0 and resume from their checkpoint.
-        state.restarts = state.cluster_restarts = attempt - 1
-        state.restart_reasons.append(
-            f"application master attempt {attempt}: attempt {attempt - 1} ended"
-        )
+        # see TFYARN_RESTART > 0 and resume from their checkpoint. Restarts
+        # charged before still count against max_restarts.
+        state.resume_after_master_loss(attempt, await launcher.previous_restarts())
     health_servicer = health.aio.HealthServicer()
     server, port = create_server(state, cert, key, health_servicer=health_servicer)
     state.master_address = f"{host}:{port}"
@@ -127,7 +125,7 @@ def main() -> int:
     configure_process()
     import skein
 
-    from am.launcher import SkeinLauncher, final_marker_url
+    from am.launcher import SkeinLauncher, marker_url
 
     try:
         spec = JobSpec.from_env(os.environ[_env.JOB])
@@ -140,7 +138,11 @@ def main() -> int:
     host = os.environ.get("NM_HOST") or socket.getfqdn()
     try:
         user = os.environ.get("USER") or getpass.getuser()
-        launcher = SkeinLauncher(app, final_marker=final_marker_url(str(app.id), user))
+        launcher = SkeinLauncher(
+            app,
+            final_marker=marker_url(str(app.id), user, "final"),
+            restarts_marker=marker_url(str(app.id), user, "restarts"),
+        )
         return asyncio.run(serve(spec, launcher, host=host))
     except Exception as exc:
         log.exception("the tfyarn master crashed")

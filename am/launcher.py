@@ -74,17 +74,30 @@ class Launcher:
         """The outcome an earlier master attempt of this application decided, if any."""
         return None
 
+    async def save_restarts(self, record: dict[str, Any]) -> None:
+        """Keep the job's restart record where a later master attempt finds it."""
+
+    async def previous_restarts(self) -> dict[str, Any] | None:
+        """The restart record an earlier master attempt left, if any."""
+        return None
+
 
 class SkeinLauncher(Launcher):
     """The real thing: skein's ``ApplicationClient`` from inside the AM container."""
 
     def __init__(
-        self, app: Any, *, threads: int = 4, final_marker: str | None = None
+        self,
+        app: Any,
+        *,
+        threads: int = 4,
+        final_marker: str | None = None,
+        restarts_marker: str | None = None,
     ) -> None:
         self._app = app
         self.app_id = str(getattr(app, "id", ""))
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="skein")
         self.final_marker = final_marker
+        self.restarts_marker = restarts_marker
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -148,15 +161,35 @@ class SkeinLauncher(Launcher):
         record = json.loads(raw)
         return str(record["status"]), str(record["diagnostics"])
 
+    async def save_restarts(self, record: dict[str, Any]) -> None:
+        if self.restarts_marker:
+            data = json.dumps(record).encode()
+            await asyncio.wait_for(
+                self._run(_write_marker, self.restarts_marker, data), MARKER_TIMEOUT
+            )
+
+    async def previous_restarts(self) -> dict[str, Any] | None:
+        if not self.restarts_marker:
+            return None
+        try:
+            raw = await asyncio.wait_for(
+                self._run(_read_marker, self.restarts_marker), MARKER_TIMEOUT
+            )
+        except Exception:  # the budget starts afresh: the job still runs
+            log.warning("could not read %s", self.restarts_marker, exc_info=True)
+            return None
+        return None if raw is None else dict(json.loads(raw))
+
 
 # Bound on HDFS calls for the outcome marker: never hold up the shutdown long.
 MARKER_TIMEOUT = 20.0
 
 
-def final_marker_url(app_id: str, user: str) -> str:
-    """Where a master attempt leaves its final decision: skein's application
-    directory on HDFS, which lives until the application's last attempt ends."""
-    return f"hdfs:///user/{user}/.skein/{app_id}/tfyarn.final.json"
+def marker_url(app_id: str, user: str, name: str) -> str:
+    """Where a master attempt leaves what the next one must know (its final
+    decision, the restarts so far): skein's application directory on HDFS,
+    which lives until the application's last attempt ends."""
+    return f"hdfs:///user/{user}/.skein/{app_id}/tfyarn.{name}.json"
 
 
 def _write_marker(url: str, data: bytes) -> None:
@@ -198,6 +231,7 @@ class FakeLauncher(Launcher):
     progress: float = 0.0
     pages: dict[str, str] = field(default_factory=dict)
     final: tuple[str, str] | None = None
+    restarts_record: dict[str, Any] | None = None
     _next: dict[str, int] = field(default_factory=dict)
     _granted: int = 0
 
@@ -233,6 +267,12 @@ class FakeLauncher(Launcher):
 
     async def poll(self) -> dict[str, ContainerInfo]:
         return dict(self.containers)
+
+    async def save_restarts(self, record: dict[str, Any]) -> None:
+        self.restarts_record = json.loads(json.dumps(record))  # as stored: a copy
+
+    async def previous_restarts(self) -> dict[str, Any] | None:
+        return self.restarts_record
 
     async def publish(self, key: str, value: str) -> None:
         self.kv[key] = value

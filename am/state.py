@@ -276,6 +276,10 @@ class JobState:
         self._last_progress = -1.0
         self._containers: dict[str, ContainerInfo] = {}
         self._log_each = len(self.tasks) <= LOG_EACH_TASK_UP_TO
+        # A restart not yet saved for a later master attempt, and the save
+        # under way (one at a time, so the newest record lands last).
+        self._restarts_unsaved = False
+        self._saving: asyncio.Task[None] | None = None
         self._summary = ""  # the last summary line a big job logged
         # The latest snapshot as JSON; other threads (the status page) read only this.
         self.last_status = ""
@@ -497,6 +501,40 @@ class JobState:
             self.budget_used += 1
         self.restarts += 1
         self.restart_reasons.append(why)
+        self._restarts_unsaved = True
+
+    def restart_record(self) -> dict[str, Any]:
+        """What a later master attempt needs to go on counting (resume_after_master_loss)."""
+        return {
+            "budget_used": self.budget_used,
+            "restarts": self.restarts,
+            "cluster_restarts": self.cluster_restarts,
+            "restart_reasons": self.restart_reasons,
+            "failures": self.failures,
+        }
+
+    def resume_after_master_loss(
+        self, attempt: int, record: dict[str, Any] | None
+    ) -> None:
+        """Go on from an earlier master attempt's restart record, if it left one.
+
+        A new master attempt starts every task again, which is one more
+        cluster restart, not charged to max_restarts (YARN's max_am_attempts
+        bounds it). The failures charged before still count: without the
+        record, a task that fails every time would get a fresh budget in
+        every attempt.
+        """
+        record = record or {}
+        self.budget_used = int(record.get("budget_used", 0))
+        self.failures = [str(f) for f in record.get("failures", [])]
+        self.restart_reasons = [str(r) for r in record.get("restart_reasons", [])]
+        # Without a record, count each earlier attempt as one restart.
+        self.restarts = int(record.get("restarts", attempt - 2))
+        self.cluster_restarts = int(record.get("cluster_restarts", attempt - 2)) + 1
+        self._record_restart(
+            f"application master attempt {attempt}: attempt {attempt - 1} ended",
+            charge=False,
+        )
 
     def _budget_message(self, reason: str) -> str:
         if not self.spec.max_restarts:
@@ -732,7 +770,16 @@ class JobState:
             self._check_finishing(now)
         if self._stopping_since is not None:
             self._check_stopping(now)
+        if self._restarts_unsaved and (self._saving is None or self._saving.done()):
+            self._restarts_unsaved = False
+            self._saving = asyncio.create_task(self._save_restarts())
         await self._publish()
+
+    async def _save_restarts(self) -> None:
+        try:
+            await self.launcher.save_restarts(self.restart_record())
+        except Exception:  # a later attempt then starts its budget afresh
+            log.warning("could not save the restart record", exc_info=True)
 
     def _log_summary(self) -> None:
         counts: dict[str, int] = {}

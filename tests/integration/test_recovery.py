@@ -11,6 +11,7 @@ listed, when the restart budget runs out).
 
 from __future__ import annotations
 
+import getpass
 import re
 import signal
 import time
@@ -22,8 +23,12 @@ import pytest
 from _faults import kill_am_container, kill_task, task_process
 from _hdfs import hdfs_dir
 from helpers import Job, accuracy_from, running_job
+from skein.exceptions import SkeinError
 
+from am.launcher import marker_url
 from tfyarn import client
+from tfyarn.data import fs
+from tfyarn.errors import TfyarnError
 
 pytestmark = [pytest.mark.yarn, pytest.mark.hdfs, pytest.mark.slow]
 
@@ -198,23 +203,48 @@ def test_wedged_worker_is_lost_after_the_heartbeat_timeout_and_replaced(
 def test_dead_application_master_is_restarted_by_yarn_and_resumes(
     skein_client: Any, base: str
 ) -> None:
+    """YARN's next master attempt restarts every task and keeps the budget used."""
     args = ["--checkpoint_dir", f"{base}/am", "--steps", "300"]
     with running_job(
         skein_client,
         PS_JOB,
         args=args,
-        max_restarts=0,
+        max_restarts=1,
         max_am_attempts=2,
         **PS_TASKS,
         **FAST,
     ) as job:
-        wait_for_step(job, "chief:0", 100)
+        wait_for_step(job, "chief:0", 60)
+        # First a charged restart (a PS worker, replaced alone) ...
+        kill_task(job.app_id, "worker:1")
+        marker = marker_url(job.app_id, getpass.getuser(), "restarts")
+        wait_until(lambda: fs.resolve(marker).exists(marker), 60, "restart record")
+        # ... then the master itself.
         kill_am_container(job.app_id)
+        wait_until(lambda: snapshot(job).get("restarts") == 2, 240, "attempt 2")
+        snap = snapshot(job)
         final = job.wait(timeout=400)
         log = assert_trained(job, "chief:0", 300)
     assert final.succeeded
+    assert snap["budget_used"] == 1, snap  # carried over from attempt 1
+    assert "worker:1 replaced" in snap["restart_reasons"][0], snap
+    assert "application master attempt 2" in snap["restart_reasons"][1], snap
     started = steps(log, "start_step")
-    assert len(started) == 2 and started[1] >= 40, started
+    assert len(started) == 2 and started[1] >= 20, started
+
+
+def wait_until(check: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not _quietly(check):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(1)
+
+
+def _quietly(check: Any) -> bool:
+    try:
+        return bool(check())
+    except (TfyarnError, SkeinError, OSError):  # the master is between attempts
+        return False
 
 
 def test_past_the_restart_budget_the_job_fails_listing_every_failure(

@@ -65,3 +65,38 @@ def test_a_reattempt_after_a_decided_failure_repeats_it_and_runs_nothing(
     assert code == 1
     assert launcher.started == []
     assert launcher.final == ("FAILED", "worker:1 exited with code 3; budget used up")
+
+
+def test_a_reattempt_goes_on_with_the_restarts_charged_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task that fails in every attempt must not get a fresh budget in each."""
+    cert, key = new_credentials()
+    (tmp_path / ".skein.crt").write_bytes(cert)
+    (tmp_path / ".skein.pem").write_bytes(key)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CONTAINER_ID", "container_1795314317772_0008_02_000001")
+    launcher = FakeLauncher()
+    launcher.restarts_record = {
+        "budget_used": 1,
+        "restarts": 1,
+        "cluster_restarts": 1,
+        "restart_reasons": ["cluster restarted: worker:0 exited with code 3"],
+        "failures": ["worker:0 exited with code 3"],
+    }
+    spec = job(tasks={"worker": 1}, registration_timeout=1.0, max_restarts=1)
+
+    code = asyncio.run(asyncio.wait_for(serve(spec, launcher, host="127.0.0.1"), 30))
+
+    assert code == 1
+    # One restart by the first attempt, one for the new master attempt.
+    assert launcher.started[0][1]["TFYARN_RESTART"] == "2"
+    status = json.loads(launcher.kv[STATUS_KEY])
+    assert status["restarts"] == 2 and status["budget_used"] == 1
+    assert "application master attempt 2" in status["restart_reasons"][1]
+    # The budget was used up before: this attempt's first failure ends the job,
+    # and the diagnostics list the earlier attempt's failure too.
+    assert launcher.final is not None and launcher.final[0] == "FAILED"
+    assert "restart budget is used up (1 of max_restarts=1)" in launcher.final[1]
+    assert "1. worker:0 exited with code 3" in launcher.final[1]
+    assert "2. 1 task(s) did not register" in launcher.final[1]

@@ -300,3 +300,24 @@ def test_big_jobs_heartbeat_less_often_and_the_timeout_follows() -> None:
     assert heartbeat_interval(2.0, 5000) == 10.0  # 500 calls/s at the master
     assert heartbeat_timeout(30.0, 10.0) == 30.0
     assert heartbeat_timeout(6.0, 10.0) == 30.0  # never under 3 intervals
+
+
+def test_each_restart_is_saved_for_a_later_master_attempt() -> None:
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        assert launcher.restarts_record is None  # nothing to carry over yet
+        state.task_end("ps", 0, 0, 1, "ps crashed")
+        await tick(clock)
+        state.request_kill("test over")
+
+    _, launcher = run(job(tasks=PS_JOB, max_restarts=3), scenario)
+    record = launcher.restarts_record
+    assert record is not None
+    assert record["budget_used"] == 1 and record["restarts"] == 1
+    assert record["cluster_restarts"] == 1
+    assert "ps crashed" in record["failures"][0]
+    # A new master attempt goes on from it.
+    again = JobState(job(tasks=PS_JOB, max_restarts=3), FakeLauncher())
+    again.resume_after_master_loss(2, record)
+    assert (again.budget_used, again.restarts, again.cluster_restarts) == (1, 2, 2)
+    assert again.failures == record["failures"]
