@@ -12,6 +12,7 @@ listed, when the restart budget runs out).
 from __future__ import annotations
 
 import getpass
+import json
 import re
 import signal
 import time
@@ -121,7 +122,11 @@ def test_lost_ps_worker_is_replaced_alone_and_training_continues(
     assert final.succeeded
     assert steps(log, "start_step") == [0]  # the chief never restarted
     assert any("restart 1: worker:1 replaced" in e for e in job.events), job.events
-    print(f"worker:1 rejoined {rejoined:.1f} s after the kill")
+    # The coordinator took the replacement back: it ran steps of its own.
+    ran = json.loads(re.findall(r"steps_by_worker=(\{.*\})", log)[-1])
+    assert ran.get("worker:1 attempt 1", 0) > 0, ran
+    assert ran.get("worker:1 attempt 0", 0) > 0 and ran.get("worker:0 attempt 0", 0) > 0
+    print(f"worker:1 rejoined {rejoined:.1f} s after the kill; steps run: {ran}")
 
 
 def test_lost_ps_restarts_the_cluster_from_the_checkpoint(

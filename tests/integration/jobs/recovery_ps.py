@@ -32,7 +32,19 @@ def make_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return x, (x @ w_true + 0.1 > 0).astype("float32")
 
 
+# Each worker writes its identity into its own container's working directory;
+# the per-worker dataset reads it there (a graph op, so on the worker), and
+# every step adds one to that identity's counter: the steps each worker
+# attempt ran, which shows a replaced worker was taken back.
+IDENTITY_FILE = "tfyarn_task_slot.txt"
+ATTEMPTS = 10  # slot = worker index * ATTEMPTS + attempt
+
+
 def serve(task: dict) -> None:
+    if task["type"] == "worker":
+        slot = task["index"] * ATTEMPTS + int(os.environ.get("TFYARN_ATTEMPT", "0"))
+        with open(IDENTITY_FILE, "w") as f:
+            f.write(str(slot))
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     server = tf.distribute.Server(
         resolver.cluster_spec(),
@@ -53,6 +65,7 @@ def coordinate(args: argparse.Namespace) -> None:
         w = tf.Variable(tf.zeros([DIM, 1]), name="w")
         b = tf.Variable(tf.zeros([1]), name="b")
         step = tf.Variable(0, dtype=tf.int64, name="step")
+        by_slot = tf.Variable(tf.zeros([100 * ATTEMPTS], tf.int64), name="by_slot")
     manager = CheckpointManager(
         tf.train.Checkpoint(w=w, b=b, step=step), args.checkpoint_dir, chief=True
     )
@@ -64,13 +77,14 @@ def coordinate(args: argparse.Namespace) -> None:
     def dataset_fn() -> tf.data.Dataset:
         x, y = make_data(4096, seed=1)
         ds = tf.data.Dataset.from_tensor_slices((x, y[:, None]))
-        return ds.shuffle(4096).repeat().batch(64)
+        slot = tf.strings.to_number(tf.io.read_file(IDENTITY_FILE), tf.int64)
+        return ds.shuffle(4096).repeat().batch(64).map(lambda x, y: (x, y, slot))
 
     iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
 
     @tf.function
     def train_step(it: tf.data.Iterator) -> tf.Tensor:
-        def replica_fn(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        def replica_fn(x: tf.Tensor, y: tf.Tensor, slot: tf.Tensor) -> tf.Tensor:
             with tf.GradientTape() as tape:
                 logits = tf.matmul(x, w) + b
                 loss = tf.reduce_mean(
@@ -80,10 +94,11 @@ def coordinate(args: argparse.Namespace) -> None:
             w.assign_sub(0.5 * gw)
             b.assign_sub(0.5 * gb)
             step.assign_add(1)  # at least once per scheduled step (async PS)
+            by_slot.scatter_add(tf.IndexedSlices(tf.ones([1], tf.int64), [slot]))
             return loss
 
-        x, y = next(it)
-        return strategy.run(replica_fn, args=(x, y))
+        x, y, slot = next(it)
+        return strategy.run(replica_fn, args=(x, y, slot))
 
     saved_at = start
     current = start
@@ -106,6 +121,12 @@ def coordinate(args: argparse.Namespace) -> None:
     logits = x_test @ w.numpy() + b.numpy()
     accuracy = float(np.mean((logits[:, 0] > 0) == (y_test > 0.5)))
     print(f"steps={current}", flush=True)
+    counts = by_slot.numpy()
+    ran = {
+        f"worker:{n // ATTEMPTS} attempt {n % ATTEMPTS}": int(counts[n])
+        for n in np.flatnonzero(counts)
+    }
+    print(f"steps_by_worker={json.dumps(ran)}", flush=True)
     print(f"accuracy={accuracy:.4f}", flush=True)
 
 
