@@ -50,6 +50,9 @@ LOG_EACH_TASK_UP_TO = 200
 # ~1 ms per 50 tasks in the master, and more in skein's get_containers: big
 # jobs scan less often, 5000 tasks every 2.5 s.
 TASKS_PER_TICK_SECOND = 2000
+# skein's key-value store takes values up to its 4 MB gRPC message limit. The
+# status of 5000 tasks is ~2.2 MB; beyond this it drops per-task history.
+MAX_STATUS_BYTES = 3 * 1024 * 1024
 # After `tfyarn kill` stopped every task, how long the master waits for the
 # client's YARN kill before ending the application KILLED itself.
 STOPPED_LINGER = 30.0
@@ -271,6 +274,7 @@ class JobState:
         self._wakeup = asyncio.Event()
         self._published_at = float("-inf")
         self._snapshot_cost = 0.0
+        self._publish_error = ""  # the last publish failure, logged once
         self._dirty = True  # something a status reader would see changed
         self._polled_at = float("-inf")
         self._last_progress = -1.0
@@ -1035,12 +1039,15 @@ class JobState:
 
     # -- status ---------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
-        """The ``tfyarn.status`` document read by ``tfyarn status`` and the live view."""
+    def snapshot(self, *, keep: int | None = None) -> dict[str, Any]:
+        """The ``tfyarn.status`` document read by ``tfyarn status`` and the live view.
+
+        ``keep``: history and failure lines per task (default: all for small
+        jobs, the latest 2 above 200 tasks).
+        """
         now = self.clock()
-        # skein's kv store takes values up to its 4 MB gRPC limit: big jobs
-        # keep only the latest history lines per task.
-        keep = HISTORY_LIMIT if len(self.tasks) <= 200 else 2
+        if keep is None:
+            keep = HISTORY_LIMIT if len(self.tasks) <= LOG_EACH_TASK_UP_TO else 2
         tasks = []
         for t in self.tasks.values():
             age = None
@@ -1061,8 +1068,8 @@ class JobState:
                     "step": t.step,
                     "metrics": t.metrics,
                     "last_heartbeat_age": age,
-                    "failures": t.failures[-keep:],
-                    "history": t.history[-keep:],
+                    "failures": t.failures[-keep:] if keep else [],
+                    "history": t.history[-keep:] if keep else [],
                 }
             )
         return {
@@ -1110,10 +1117,20 @@ class JobState:
         ):
             self._dirty = False
             started = time.perf_counter()
-            self.last_status = json.dumps(self.snapshot())
+            status = json.dumps(self.snapshot())
+            if len(status) > MAX_STATUS_BYTES:
+                status = json.dumps(self.snapshot(keep=0))
+            self.last_status = status
             self._snapshot_cost = time.perf_counter() - started
-            await self.launcher.publish(STATUS_KEY, self.last_status)
             self._published_at = now
+            try:
+                await self.launcher.publish(STATUS_KEY, status)
+            except Exception as exc:  # noqa: BLE001 -- the job goes on without it
+                if str(exc) != self._publish_error:
+                    log.warning("could not publish the status: %s", exc)
+                self._publish_error = str(exc)
+            else:
+                self._publish_error = ""
         progress = self.yarn_progress()
         if abs(progress - self._last_progress) >= 0.01:
             await self.launcher.set_progress(progress)

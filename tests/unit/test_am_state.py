@@ -323,3 +323,42 @@ def test_small_jobs_log_every_task_and_big_ones_scan_less_often() -> None:
     small = JobState(job(tasks={"worker": 2}), FakeLauncher(), tick=0.5)
     big = JobState(job(tasks={"ps": 10, "worker": 4990}), FakeLauncher(), tick=0.5)
     assert (small.tick, big.tick) == (0.5, 2.5)
+
+
+def test_status_too_big_for_the_kv_store_drops_history_and_failures_are_survived(
+    monkeypatch: Any, caplog: Any
+) -> None:
+    import am.state
+
+    monkeypatch.setattr(am.state, "MAX_STATUS_BYTES", 2000)
+    calls = {"n": 0}
+
+    class FlakyKv(FakeLauncher):
+        async def publish(self, key: str, value: str) -> None:
+            calls["n"] += 1
+            if calls["n"] <= 3:
+                raise RuntimeError("kv store unavailable")
+            await super().publish(key, value)
+
+    launcher = FlakyKv()
+    clock = Clock()
+
+    async def main() -> JobState:
+        state = JobState(job(tasks={"worker": 20}), launcher, clock=clock, tick=0.01)
+        loop_task = asyncio.create_task(state.run())
+        for _ in range(6):
+            clock.now += 5  # a refresh is due even with nothing new
+            state._poke()
+            await settle()
+        state.request_kill("test over")
+        await asyncio.wait_for(loop_task, 5)
+        return state
+
+    state = asyncio.run(main())
+    assert state.phase is Phase.KILLED  # publishing failed, the job went on
+    failures = [r for r in caplog.records if "could not publish" in r.getMessage()]
+    assert len(failures) == 1, failures  # said once, not every pass
+    assert calls["n"] > 3
+    published = json.loads(launcher.kv[STATUS_KEY])
+    assert len(published["tasks"]) == 20
+    assert all(t["history"] == [] for t in published["tasks"])  # too big with it
