@@ -147,18 +147,9 @@ class SkeinLauncher(Launcher):
         await self._run(lambda: self._app.shutdown(status, diagnostics))
 
     async def previous_final(self) -> tuple[str, str] | None:
-        if not self.final_marker:
+        record = await self._read_marker(self.final_marker)
+        if record is None:
             return None
-        try:
-            raw = await asyncio.wait_for(
-                self._run(_read_marker, self.final_marker), MARKER_TIMEOUT
-            )
-        except Exception:
-            log.warning("could not read %s", self.final_marker, exc_info=True)
-            return None
-        if raw is None:
-            return None
-        record = json.loads(raw)
         return str(record["status"]), str(record["diagnostics"])
 
     async def save_restarts(self, record: dict[str, Any]) -> None:
@@ -169,19 +160,25 @@ class SkeinLauncher(Launcher):
             )
 
     async def previous_restarts(self) -> dict[str, Any] | None:
-        if not self.restarts_marker:
+        return await self._read_marker(self.restarts_marker)
+
+    async def _read_marker(self, url: str | None) -> dict[str, Any] | None:
+        """An earlier attempt's JSON marker; None if absent or unreadable.
+
+        Unreadable is taken as absent: the job still runs (as a first attempt
+        would), which beats failing it over a bookkeeping file.
+        """
+        if not url:
             return None
         try:
-            raw = await asyncio.wait_for(
-                self._run(_read_marker, self.restarts_marker), MARKER_TIMEOUT
-            )
-        except Exception:  # the budget starts afresh: the job still runs
-            log.warning("could not read %s", self.restarts_marker, exc_info=True)
+            raw = await asyncio.wait_for(self._run(_read_marker, url), MARKER_TIMEOUT)
+            return None if raw is None else dict(json.loads(raw))
+        except Exception:
+            log.warning("could not read %s", url, exc_info=True)
             return None
-        return None if raw is None else dict(json.loads(raw))
 
 
-# Bound on HDFS calls for the outcome marker: never hold up the shutdown long.
+# Bound on HDFS calls for the markers: never hold up the master long.
 MARKER_TIMEOUT = 20.0
 
 

@@ -20,15 +20,19 @@ def test_am_attempt_from_container_id() -> None:
     assert am_attempt("") == 1
 
 
-def test_serve_publishes_address_adds_page_and_ends_the_app(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def second_attempt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A master container's directory (skein's credentials), in its 2nd attempt."""
     cert, key = new_credentials()
     (tmp_path / ".skein.crt").write_bytes(cert)
     (tmp_path / ".skein.pem").write_bytes(key)
     monkeypatch.chdir(tmp_path)
-    # A second AM attempt: the job counts one restart.
     monkeypatch.setenv("CONTAINER_ID", "container_1795314317772_0008_02_000001")
+
+
+@pytest.mark.usefixtures("second_attempt")
+def test_serve_publishes_address_adds_page_and_ends_the_app() -> None:
+    # A second AM attempt: the job counts one restart.
     launcher = FakeLauncher()
     spec = job(tasks={"worker": 1}, registration_timeout=1.0)
 
@@ -46,15 +50,9 @@ def test_serve_publishes_address_adds_page_and_ends_the_app(
     assert "worker:0 waiting for a container" in launcher.final[1]
 
 
-def test_a_reattempt_after_a_decided_failure_repeats_it_and_runs_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("second_attempt")
+def test_a_reattempt_after_a_decided_failure_repeats_it_and_runs_nothing() -> None:
     """skein re-attempts even a FAILED application; the outcome must stick."""
-    cert, key = new_credentials()
-    (tmp_path / ".skein.crt").write_bytes(cert)
-    (tmp_path / ".skein.pem").write_bytes(key)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CONTAINER_ID", "container_1795314317772_0008_02_000001")
 
     class Remembering(FakeLauncher):
         async def previous_final(self) -> tuple[str, str] | None:
@@ -67,15 +65,9 @@ def test_a_reattempt_after_a_decided_failure_repeats_it_and_runs_nothing(
     assert launcher.final == ("FAILED", "worker:1 exited with code 3; budget used up")
 
 
-def test_a_reattempt_goes_on_with_the_restarts_charged_before(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("second_attempt")
+def test_a_reattempt_goes_on_with_the_restarts_charged_before() -> None:
     """A task that fails in every attempt must not get a fresh budget in each."""
-    cert, key = new_credentials()
-    (tmp_path / ".skein.crt").write_bytes(cert)
-    (tmp_path / ".skein.pem").write_bytes(key)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CONTAINER_ID", "container_1795314317772_0008_02_000001")
     launcher = FakeLauncher()
     launcher.restarts_record = {
         "budget_used": 1,
