@@ -1,0 +1,29 @@
+"""The code stays as pyproject.toml's ruff settings want it (lint and format)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = ["tfyarn", "am", "tests", "examples", "proto"]
+
+
+@pytest.mark.parametrize("command", [["check"], ["format", "--check"]])
+def test_ruff_is_clean(command: list[str]) -> None:
+    pytest.importorskip("ruff", reason="ruff comes with the [dev] extra")
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", *command, *SOURCES],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, (
+        f"ruff {' '.join(command)} found problems (fix them, e.g. with "
+        f"`ruff check --fix` / `ruff format`):\n{result.stdout}{result.stderr}"
+    )
