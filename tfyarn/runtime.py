@@ -163,6 +163,9 @@ class Runtime:
             maxlen=STDERR_TAIL_LINES
         )
         self.done = threading.Event()
+        # The script's interpreter, started before formation (``preimport``)
+        # and not yet handed its script.
+        self.prestarted: _Child | None = None
         self.reached_master = threading.Event()  # any call answered
         # Without a master for this long the job is over (YARN ends the
         # containers of a dead master; this is the bound if it does not).
@@ -190,7 +193,6 @@ class Runtime:
         )
         # Import TensorFlow (several CPU-seconds) while the cluster forms,
         # not after: the script's interpreter starts now and waits for it.
-        self.prestarted: _Child | None = None
         try:
             script = self.workdir / self.spec.script_name
             if self.spec.preimport and script.is_file():
@@ -289,7 +291,7 @@ class Runtime:
             log.info("%s starts: %s", self.ctx.key, " ".join(command))
         else:
             log.info(
-                "%s starts: %s (in the interpreter started early with %s imported)",
+                "%s starts: %s (in the interpreter pre-started to import %s)",
                 self.ctx.key,
                 " ".join(command),
                 ", ".join(self.spec.preimport),
