@@ -18,7 +18,10 @@ application's key-value store; the benchmark polls it and takes the latest.
 Prints one JSON line. Usage::
 
     eval "$(tfyarn cluster env)"
-    python tests/benchmarks/formation.py [--repeat N] [--no_preimport]
+    python tests/benchmarks/formation.py [--repeat N] [--no_preimport | --compare_preimport]
+
+``--compare_preimport`` adds a third way to every round: tfyarn without
+preimport, so the early interpreter's own effect is measured in the same run.
 """
 
 from __future__ import annotations
@@ -207,18 +210,25 @@ def main() -> None:
         action="store_true",
         help="tfyarn tasks start their script's interpreter after formation",
     )
+    parser.add_argument(
+        "--compare_preimport",
+        action="store_true",
+        help="also run tfyarn without preimport in every round",
+    )
     args = parser.parse_args()
     assert Role.PS  # tfyarn imported from this checkout
     results: dict[str, Any] = {}
     with client.connect() as yarn, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for n_ps, n_worker in LAYOUTS:
-            tf_runs, base_runs = [], []
+            tf_runs, base_runs, plain_runs = [], [], []
             for _ in range(args.repeat):
                 # Alternate so slow drift on the shared machine hits both alike.
                 tf_runs.append(
                     run_tfyarn(yarn, work, n_ps, n_worker, not args.no_preimport)
                 )
+                if args.compare_preimport:
+                    plain_runs.append(run_tfyarn(yarn, work, n_ps, n_worker, False))
                 base_runs.append(run_baseline(yarn, work, n_ps, n_worker))
             tf_s = statistics.median(r["up"] for r in tf_runs)
             base_s = statistics.median(r["up"] for r in base_runs)
@@ -232,6 +242,14 @@ def main() -> None:
                 "tfyarn_runs": tf_runs,
                 "baseline_runs": base_runs,
             }
+            if plain_runs:
+                plain_s = statistics.median(r["up"] for r in plain_runs)
+                results[f"{n_ps}ps+{n_worker}worker"].update(
+                    {
+                        "tfyarn_no_preimport_s": round(plain_s, 2),
+                        "tfyarn_no_preimport_runs": plain_runs,
+                    }
+                )
             print(f"# {n_ps} ps + {n_worker} workers: {results}", file=sys.stderr)
     print(
         json.dumps(
