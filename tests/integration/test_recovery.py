@@ -315,6 +315,12 @@ def test_tfyarn_kill_gives_every_script_sigterm_and_its_grace(
         while snapshot(job).get("phase") != "RUNNING":
             assert time.monotonic() < deadline, "the job never ran"
             time.sleep(0.5)
+        # RUNNING means the cluster formed; a script sets its SIGTERM handler
+        # only once it runs, after its interpreter's preimport (TensorFlow).
+        for task in ("worker:0", "worker:1"):
+            while f"{task} running" not in job.logs(task, timeout=5):
+                assert time.monotonic() < deadline, f"{task}'s script never ran"
+                time.sleep(1)
         started = time.monotonic()
         status = client.kill(job.app_id, client=skein_client)
         elapsed = time.monotonic() - started
