@@ -393,3 +393,29 @@ def _dead(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
     except (FileNotFoundError, ValueError):
         return pid > 0
+
+
+def test_a_stop_while_the_interpreter_still_imports_ends_it_before_the_script(
+    credentials: tuple[bytes, bytes], tmp_path: Path
+) -> None:
+    """As a stop before formation does: the script, which never ran, never runs."""
+    spec = job(preimport=("heavy",), stop_grace=5)
+    (tmp_path / "heavy.py").write_text(HEAVY + "import time\ntime.sleep(60)\n")
+    (tmp_path / spec.script_name).write_text("open('ran', 'w').close()\n")
+    master = LiveMaster(spec, credentials).start()
+    master.grant_all()
+    env = task_env(spec.to_env(), master.address)
+    rt = Runtime(
+        TaskContext.from_env(env), credentials=credentials, workdir=tmp_path, env=env
+    )
+    result: list[int] = []
+    task = threading.Thread(target=lambda: result.append(rt.run()))
+    task.start()
+    assert rt.cluster_ready.wait(30)  # formed, the message handed over
+    state = master.state
+    assert state is not None
+    master.call(lambda: state.request_kill("test over"))
+    task.join(40)  # includes 15 s of trying to report to the master, gone by then
+    assert result == [128 + signal.SIGTERM]  # SIGTERM, not the grace's SIGKILL
+    assert not (tmp_path / "ran").exists()
+    master.wait_done()
