@@ -376,18 +376,16 @@ class Runtime:
             return None
         message = json.dumps({"env": dict(env), "args": args}).encode()
         fd, child.message_fd = child.message_fd, None
-        try:
-            if child.popen.poll() is None:
-                # A message larger than the pipe's buffer (64 KiB) waits here
-                # for the imports to end.
-                view = memoryview(message)
-                while view:
-                    view = view[os.write(fd, view) :]
-                return child
-        except BrokenPipeError:
-            pass
-        finally:
-            os.close(fd)  # the end of the message
+        if child.popen.poll() is None:
+            # A message larger than the pipe's buffer (64 KiB; TF_CONFIG of a
+            # big job) is read only once the imports end: write it aside, so
+            # a stop meanwhile is still handled, and ends the writer with the
+            # interpreter (EPIPE).
+            threading.Thread(
+                target=_write_message, args=(fd, message), name="hand-over", daemon=True
+            ).start()
+            return child
+        os.close(fd)
         # It died importing (a crash in an extension module): start the script
         # the plain way, which fails or not as it would have without preimport.
         child.popen.wait()
@@ -559,6 +557,18 @@ def _die_with_parent() -> tuple[str, ...]:
     if "--pdeathsig" not in probe.stdout:
         return ()
     return (setpriv, "--pdeathsig", "KILL", "--")
+
+
+def _write_message(fd: int, message: bytes) -> None:
+    """Write all of ``message`` to a pipe, then close it (the message's end)."""
+    try:
+        view = memoryview(message)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:  # the interpreter died: its exit code tells
+        log.warning("could not hand the script over: %s", exc)
+    finally:
+        os.close(fd)
 
 
 def _listening(port: int) -> bool:

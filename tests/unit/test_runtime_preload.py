@@ -419,3 +419,59 @@ def test_a_stop_while_the_interpreter_still_imports_ends_it_before_the_script(
     assert result == [128 + signal.SIGTERM]  # SIGTERM, not the grace's SIGKILL
     assert not (tmp_path / "ran").exists()
     master.wait_done()
+
+
+def big_job_runtime(
+    credentials: tuple[bytes, bytes], tmp_path: Path, heavy: str, script: str
+) -> tuple[LiveMaster, Runtime]:
+    """A task whose hand-over message (100 kB of arguments) exceeds a pipe's buffer."""
+    spec = job(preimport=("heavy",), args=("x" * 100_000,), stop_grace=5)
+    (tmp_path / "heavy.py").write_text(heavy)
+    (tmp_path / spec.script_name).write_text(script)
+    master = LiveMaster(spec, credentials).start()
+    master.grant_all()
+    env = task_env(spec.to_env(), master.address)
+    # The script's environment without TFYARN_JOB: its 130 kB would exceed
+    # Linux's limit for one environment string when the interpreter starts.
+    base = {k: v for k, v in env.items() if k != "TFYARN_JOB"}
+    rt = Runtime(
+        TaskContext.from_env(env), credentials=credentials, workdir=tmp_path, env=base
+    )
+    return master, rt
+
+
+def test_a_message_larger_than_the_pipe_reaches_the_script(
+    credentials: tuple[bytes, bytes], tmp_path: Path
+) -> None:
+    master, rt = big_job_runtime(
+        credentials,
+        tmp_path,
+        HEAVY + "import time\ntime.sleep(1)\n",
+        "import sys\nopen('argv.txt', 'w').write(str(len(sys.argv[1])))\n",
+    )
+    assert rt.run() == 0
+    assert (tmp_path / "argv.txt").read_text() == "100000"
+    phase, diagnostics = master.wait_done()
+    assert phase is Phase.SUCCEEDED, diagnostics
+
+
+def test_a_stop_is_handled_while_a_large_message_waits_for_the_imports(
+    credentials: tuple[bytes, bytes], tmp_path: Path
+) -> None:
+    master, rt = big_job_runtime(
+        credentials,
+        tmp_path,
+        HEAVY + "import time\ntime.sleep(60)\n",
+        "open('ran', 'w').close()\n",
+    )
+    result: list[int] = []
+    task = threading.Thread(target=lambda: result.append(rt.run()))
+    task.start()
+    assert rt.cluster_ready.wait(30)
+    state = master.state
+    assert state is not None
+    master.call(lambda: state.request_kill("test over"))
+    task.join(40)  # 15 s of it trying to report to a master gone by then
+    assert result == [128 + signal.SIGTERM]
+    assert not (tmp_path / "ran").exists()
+    master.wait_done()
