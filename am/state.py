@@ -43,9 +43,10 @@ KILL_MARGIN = 5.0
 STDERR_TAIL_CHARS = 4000
 HISTORY_LIMIT = 50
 MIN_PASS_GAP = 0.05
-# Jobs up to this size log every task's routine steps; bigger ones log a
-# summary each pass (every task's steps stay in its history and the status).
-LOG_EACH_TASK_UP_TO = 200
+# Jobs bigger than this log a summary each pass instead of every task's
+# routine steps (which stay in its history), and their status keeps only each
+# task's latest history lines.
+BIG_JOB_TASKS = 200
 # A full pass (poll YARN's view of every container, check every task) costs
 # ~1 ms per 50 tasks in the master, and more in skein's get_containers: big
 # jobs scan less often, 5000 tasks every 2.5 s.
@@ -232,7 +233,6 @@ class JobState:
         self.master_address = master_address
         self.clock = clock
         self.wall = wall
-        self.tick = max(tick, len(spec.task_keys()) / TASKS_PER_TICK_SECOND)
         self.publish_interval = publish_interval
         self.phase = Phase.LAUNCHING
         self.generation = 0
@@ -279,7 +279,8 @@ class JobState:
         self._polled_at = float("-inf")
         self._last_progress = -1.0
         self._containers: dict[str, ContainerInfo] = {}
-        self._log_each = len(self.tasks) <= LOG_EACH_TASK_UP_TO
+        self._log_each = len(self.tasks) <= BIG_JOB_TASKS
+        self.tick = max(tick, len(self.tasks) / TASKS_PER_TICK_SECOND)
         # A restart not yet saved for a later master attempt, and the save
         # under way (one at a time, so the newest record lands last).
         self._restarts_unsaved = False
@@ -1047,7 +1048,7 @@ class JobState:
         """
         now = self.clock()
         if keep is None:
-            keep = HISTORY_LIMIT if len(self.tasks) <= LOG_EACH_TASK_UP_TO else 2
+            keep = HISTORY_LIMIT if len(self.tasks) <= BIG_JOB_TASKS else 2
         tasks = []
         for t in self.tasks.values():
             age = None
