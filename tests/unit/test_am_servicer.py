@@ -14,11 +14,6 @@ from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
 
 
-@pytest.fixture(scope="module")
-def credentials() -> tuple[bytes, bytes]:
-    return new_credentials()
-
-
 @pytest.fixture
 def master(credentials: tuple[bytes, bytes]) -> LiveMaster:
     live = LiveMaster(

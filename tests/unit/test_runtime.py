@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _am_support import LiveMaster, job, new_credentials
+from _am_support import LiveMaster, job
 
 from am.state import Phase
 from tfyarn import runtime
@@ -32,11 +32,6 @@ if code:
     print("ValueError: the model exploded", file=sys.stderr)
 sys.exit(code)
 """
-
-
-@pytest.fixture(scope="module")
-def credentials() -> tuple[bytes, bytes]:
-    return new_credentials()
 
 
 def task_env(

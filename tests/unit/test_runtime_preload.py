@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from _am_support import LiveMaster, job, new_credentials
+from _am_support import LiveMaster, job
 
 from am.state import Phase
 from tfyarn import config, runtime
@@ -225,11 +225,6 @@ def test_preimport_config_is_checked_before_submit(tmp_path: Path) -> None:
 
 
 # -- inside the runtime ------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def credentials() -> tuple[bytes, bytes]:
-    return new_credentials()
 
 
 def task_env(spec_env: str, address: str, index: int = 0) -> dict[str, str]:
