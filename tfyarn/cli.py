@@ -12,10 +12,12 @@ was KILLED; 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NoReturn
 
 from tfyarn.errors import JobFailedError, TfyarnError
 
@@ -30,8 +32,34 @@ EXIT_ERROR = 1
 EXIT_KILLED = 3
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, naming the option a mistyped one was probably meant to be."""
+
+    def error(self, message: str) -> NoReturn:
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix):
+            known = sorted(set(_option_strings(self)))
+            for word in message[len(prefix) :].split():
+                if word.startswith("--"):
+                    name = word.split("=")[0]
+                    close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+                    if close:
+                        message += f" (did you mean {close[0]}?)"
+        super().error(message)
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> Iterator[str]:
+    # Every option of the parser and of its subcommands: the top-level parser
+    # reports the unknown ones, whichever command they were meant for.
+    for action in parser._actions:
+        yield from (o for o in action.option_strings if o.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _option_strings(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tfyarn", description="Run distributed TensorFlow on Hadoop YARN."
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

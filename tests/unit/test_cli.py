@@ -390,3 +390,22 @@ def test_dry_run_without_a_cluster_still_checks_the_job(
     assert (
         main(["submit", "--dry_run", "--num_ps", "1", "--num_worker", "0", script]) == 1
     )
+
+
+def test_a_mistyped_option_is_named_with_the_one_meant(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for argv, hint in [
+        (["submit", "--num_workers", "2", "train.py"], "did you mean --num_worker?"),
+        (["submit", "--worker_memroy=2G", "train.py"], "did you mean --worker_memory?"),
+        (["submit", "--bogus_flag", "train.py"], None),  # nothing close: no guess
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert "unrecognized arguments: " + argv[1] in err, err
+        if hint:
+            assert hint in err, err
+        else:
+            assert "did you mean" not in err, err
