@@ -23,9 +23,10 @@ from grpc_health.v1 import health
 
 from am.launcher import Launcher
 from am.servicer import create_server, mark_serving
-from am.state import MASTER_KEY, JobState
-from tfyarn import _env
-from tfyarn._master_client import find_credentials
+from am.state import JobState
+from tfyarn.contract import env as _env
+from tfyarn.contract.channel import find_credentials
+from tfyarn.contract.status import MASTER_KEY
 from tfyarn.spec import JobSpec
 
 log = logging.getLogger("am")

@@ -26,15 +26,21 @@ from enum import Enum
 from typing import Any
 
 from am.launcher import PENDING_STATES, ContainerInfo, Launcher
-from tfyarn import _clusterspec, _env
-from tfyarn._master_client import heartbeat_interval, heartbeat_timeout
 from tfyarn._proto import master_pb2 as pb
+from tfyarn.contract import clusterspec as _clusterspec
+from tfyarn.contract import env as _env
+from tfyarn.contract.heartbeat import heartbeat_interval, heartbeat_timeout
+from tfyarn.contract.status import (
+    STATUS_KEY,
+    JobStatus,
+    Phase,
+    TaskState,
+    TaskStatus,
+)
 from tfyarn.spec import ROLES, JobSpec, Role
 
 log = logging.getLogger(__name__)
 
-STATUS_KEY = "tfyarn.status"
-MASTER_KEY = "tfyarn.master"
 # A runtime reports its script's end before its container exits; when YARN says
 # a container ended, wait this long for that report before calling it lost.
 END_REPORT_GRACE = 3.0
@@ -57,50 +63,6 @@ MAX_STATUS_BYTES = 3 * 1024 * 1024
 # After `tfyarn kill` stopped every task, how long the master waits for the
 # client's YARN kill before ending the application KILLED itself.
 STOPPED_LINGER = 30.0
-
-
-class Phase(str, Enum):
-    """Where the whole job is."""
-
-    LAUNCHING = "LAUNCHING"
-    REGISTERING = "REGISTERING"
-    RUNNING = "RUNNING"
-    RESTARTING = "RESTARTING"
-    FINISHING = "FINISHING"
-    STOPPING = "STOPPING"  # `tfyarn kill`: tasks are stopping, the kill follows
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    KILLED = "KILLED"
-
-    def is_terminal(self) -> bool:
-        return self in (Phase.SUCCEEDED, Phase.FAILED, Phase.KILLED)
-
-
-class TaskState(str, Enum):
-    """Where one task (one attempt of it) is."""
-
-    REQUESTED = "REQUESTED"  # container asked of YARN, not granted yet
-    ALLOCATED = "ALLOCATED"  # container running, task not registered yet
-    REGISTERED = "REGISTERED"  # registered, waiting for the cluster to form
-    RUNNING = "RUNNING"  # holds the ClusterSpec; its script runs
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"  # the script exited non-zero
-    KILLED = "KILLED"  # stopped by the master
-    LOST = "LOST"  # container gone or silent without reporting an end
-    # A new attempt waits for its predecessor's container to end (so the old
-    # TensorFlow server is gone from the port the new one takes).
-    RELAUNCHING = "RELAUNCHING"
-
-    def is_terminal(self) -> bool:
-        return self in _TERMINAL_TASK_STATES
-
-    def is_registered(self) -> bool:
-        return self in (TaskState.REGISTERED, TaskState.RUNNING)
-
-
-_TERMINAL_TASK_STATES = frozenset(
-    {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.KILLED, TaskState.LOST}
-)
 
 
 class Action(Enum):
@@ -868,7 +830,7 @@ class JobState:
         )
 
     def _check_heartbeats(self, now: float) -> None:
-        # Big jobs heartbeat less often (tfyarn._master_client.heartbeat_interval).
+        # Big jobs heartbeat less often (tfyarn.contract.channel.heartbeat_interval).
         interval = heartbeat_interval(self.spec.heartbeat_interval, len(self.tasks))
         timeout = heartbeat_timeout(self.spec.heartbeat_timeout, interval)
         for task in self.tasks.values():
@@ -1055,39 +1017,39 @@ class JobState:
             if t.last_heartbeat is not None and not t.state.is_terminal():
                 age = round(now - t.last_heartbeat, 1)
             tasks.append(
-                {
-                    "task": t.key,
-                    "role": t.role.value,
-                    "index": t.index,
-                    "attempt": t.attempt,
-                    "state": t.state.value,
-                    "address": t.address,
-                    "container_id": t.container_id,
-                    "yarn_container_id": t.yarn_container_id,
-                    "node": t.node,
-                    "exit_code": t.exit_code,
-                    "step": t.step,
-                    "metrics": t.metrics,
-                    "last_heartbeat_age": age,
-                    "failures": t.failures[-keep:] if keep else [],
-                    "history": t.history[-keep:] if keep else [],
-                }
+                TaskStatus(
+                    task=t.key,
+                    role=t.role.value,
+                    index=t.index,
+                    attempt=t.attempt,
+                    state=t.state,
+                    address=t.address,
+                    container_id=t.container_id,
+                    yarn_container_id=t.yarn_container_id,
+                    node=t.node,
+                    exit_code=t.exit_code,
+                    step=t.step,
+                    metrics=dict(t.metrics),
+                    last_heartbeat_age=age,
+                    failures=t.failures[-keep:] if keep else [],
+                    history=t.history[-keep:] if keep else [],
+                )
             )
-        return {
-            "phase": self.phase.value,
-            "generation": self.generation,
-            "restarts": self.restarts,
-            "restart_reasons": list(self.restart_reasons),
-            "max_restarts": self.spec.max_restarts,
-            "budget_used": self.budget_used,
-            "cluster_restarts": self.cluster_restarts,
-            "started": self.started,
-            "cluster_formed_at": self.cluster_formed_at,
-            "diagnostics": self.diagnostics,
-            "master_address": self.master_address,
-            "lead": self.lead.key,
-            "tasks": tasks,
-        }
+        return JobStatus(
+            phase=self.phase,
+            generation=self.generation,
+            restarts=self.restarts,
+            restart_reasons=list(self.restart_reasons),
+            max_restarts=self.spec.max_restarts,
+            budget_used=self.budget_used,
+            cluster_restarts=self.cluster_restarts,
+            started=self.started,
+            cluster_formed_at=self.cluster_formed_at,
+            diagnostics=self.diagnostics,
+            master_address=self.master_address,
+            lead=self.lead.key,
+            tasks=tasks,
+        ).to_dict()
 
     def yarn_progress(self) -> float:
         """0-0.1 while registering, then the lead's step/total_steps if it reports them."""

@@ -14,8 +14,6 @@ from typing import Any
 
 from tfyarn.spec import ROLES
 
-STATUS_KEY = "tfyarn.status"
-
 # Task states in which the task has been given a container / has registered.
 _ALLOCATED = {
     "ALLOCATED",

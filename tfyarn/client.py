@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tfyarn import _follow, _logs, config
+from tfyarn.contract.status import STATUS_KEY
 from tfyarn.errors import ClusterError, JobFailedError, SpecError, TfyarnError
 from tfyarn.spec import JobSpec
 
@@ -515,7 +516,7 @@ def _read_snapshot(app_client: Any) -> dict[str, Any] | None:
     import skein
 
     try:
-        raw = app_client.kv.get(_follow.STATUS_KEY)
+        raw = app_client.kv.get(STATUS_KEY)
     except (skein.exceptions.SkeinError, ConnectionError, OSError):
         return None
     if not raw:
@@ -632,15 +633,55 @@ def _stop_tasks_gracefully(yarn: Any, app_id: str) -> None:
     YARN's own kill gives a container's processes a fraction of a second.
     Best effort, bounded: the hard kill follows whatever happens here.
     """
-    from tfyarn._master_client import stop_job
+    import skein
+
+    from tfyarn.contract.channel import credentials_of
 
     try:
         app = yarn.connect(app_id, wait=False)
-        security = yarn.security
-        credentials = (security._get_bytes("cert"), security._get_bytes("key"))
-    except Exception:  # noqa: BLE001 -- not running yet, or no credentials
+        credentials = credentials_of(yarn.security)
+    except (skein.exceptions.SkeinError, OSError):  # not running yet, no credentials
         return
     stop_job(app, credentials, "stopped by tfyarn kill")
+
+
+def stop_job(
+    app: Any, credentials: tuple[bytes, bytes], reason: str, *, bound: float = 60.0
+) -> bool:
+    """Ask a job's master to stop every task with its grace; wait until they ended.
+
+    ``app`` is the job's ``skein.ApplicationClient``; ``credentials`` its
+    (certificate, key). Best effort and bounded (``bound`` seconds beyond the
+    grace): returns whether every task ended, so the caller can kill the
+    application either way.
+    """
+    import skein
+
+    from tfyarn._proto import master_pb2 as pb
+    from tfyarn.contract.channel import MasterClient
+    from tfyarn.contract.status import MASTER_KEY, STATUS_KEY, JobStatus
+    from tfyarn.errors import MasterError
+
+    try:
+        address = app.kv[MASTER_KEY].decode()
+    except (skein.exceptions.SkeinError, KeyError):
+        return False  # no master yet (or any more): nothing to stop
+    master = MasterClient(address, credentials)
+    try:
+        reply = master.stop_job(pb.StopJobRequest(reason=reason), timeout=10)
+        deadline = time.monotonic() + reply.grace_seconds + bound
+        while time.monotonic() < deadline:
+            try:
+                if JobStatus.from_json(app.kv[STATUS_KEY]).all_ended():
+                    return True
+            except (skein.exceptions.SkeinError, KeyError, ValueError):
+                pass  # not published yet, or the application is going away
+            time.sleep(0.5)
+        return False
+    except MasterError:
+        return False  # the hard kill follows anyway
+    finally:
+        master.close()
 
 
 def logs(

@@ -15,8 +15,24 @@ class ClusterError(TfyarnError):
     """The local Hadoop cluster could not be set up, started or reached."""
 
 
-class MasterUnavailableError(TfyarnError, ConnectionError):
+class MasterError(TfyarnError):
+    """A call to the tfyarn application master failed."""
+
+
+class MasterUnavailableError(MasterError, ConnectionError):
     """The tfyarn application master could not be reached in time."""
+
+
+class MasterRefusedError(MasterError):
+    """The master answered and refused the call (``code``: a gRPC status name).
+
+    Retrying cannot help: the task is unknown, was replaced by a newer attempt,
+    or the request is malformed.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class HdfsError(TfyarnError, OSError):

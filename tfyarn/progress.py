@@ -13,10 +13,9 @@ import threading
 import time
 import warnings
 
-import grpc
-
-from tfyarn import _env
 from tfyarn._proto import master_pb2 as pb
+from tfyarn.contract import env as _env
+from tfyarn.errors import MasterError
 
 # At most one call per this many seconds reaches the master; a script may call
 # report_progress every step without slowing down.
@@ -58,7 +57,7 @@ def report_progress(step: int, **metrics: float) -> None:
         _state["last"] = now
         client = _state["client"]
         if client is None:
-            from tfyarn._master_client import MasterClient
+            from tfyarn.contract.channel import MasterClient
 
             try:
                 client = MasterClient(address)
@@ -77,9 +76,9 @@ def report_progress(step: int, **metrics: float) -> None:
         metrics={k: float(v) for k, v in metrics.items()},
     )
     try:
-        client.stub.ReportProgress(request, timeout=2.0)  # type: ignore[attr-defined]
-    except grpc.RpcError as exc:
-        _warn_once(f"tfyarn.report_progress: the master did not take it: {exc.code()}")
+        client.report_progress(request, timeout=2.0)  # type: ignore[attr-defined]
+    except MasterError as exc:
+        _warn_once(f"tfyarn.report_progress: the master did not take it: {exc}")
 
 
 def _warn_once(message: str) -> None:

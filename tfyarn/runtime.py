@@ -30,30 +30,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import grpc
-
-from tfyarn import _clusterspec, _env, _tfconfig
-from tfyarn._master_client import (
-    MasterClient,
-    backoff_delays,
-    call_until,
-    heartbeat_interval,
-)
+from tfyarn import _tfconfig
 from tfyarn._ports import reserve_port, reserved_port
 from tfyarn._proto import master_pb2 as pb
-from tfyarn.errors import MasterUnavailableError, SpecError
+from tfyarn.contract import clusterspec as _clusterspec
+from tfyarn.contract import env as _env
+from tfyarn.contract.channel import MasterClient, backoff_delays, call_until
+from tfyarn.contract.heartbeat import heartbeat_interval
+from tfyarn.errors import (
+    MasterError,
+    MasterRefusedError,
+    MasterUnavailableError,
+    SpecError,
+)
 from tfyarn.spec import JobSpec, Role
 
 log = logging.getLogger("tfyarn.runtime")
 
 STDERR_TAIL_LINES = 40
-# The master refuses this attempt: it was replaced, or the task is unknown.
-_FATAL_CODES = (
-    grpc.StatusCode.FAILED_PRECONDITION,
-    grpc.StatusCode.NOT_FOUND,
-    grpc.StatusCode.INVALID_ARGUMENT,
-    grpc.StatusCode.ALREADY_EXISTS,
-)
 # How long a replaced task waits for its predecessor's port to be free.
 PORT_WAIT = 15.0
 EXIT_RUNTIME_ERROR = 1
@@ -447,14 +441,11 @@ class Runtime:
         try:
             call_until(
                 f"reporting the end of {self.ctx.key}",
-                self.ctx.master_address,
-                lambda timeout: self.master.stub.ReportTaskEnd(
-                    request, timeout=timeout
-                ),
+                lambda timeout: self.master.report_task_end(request, timeout=timeout),
                 deadline=time.monotonic() + 15,
                 attempt_timeout=5,
             )
-        except (MasterUnavailableError, grpc.RpcError) as exc:
+        except (MasterUnavailableError, MasterRefusedError) as exc:
             # The master also sees the container end; this only loses the detail.
             log.warning("could not report the end to the master: %s", exc)
 
@@ -473,7 +464,7 @@ class Runtime:
                 register=self.registration,
             )
             try:
-                for event in self.master.stub.WatchCluster(request):
+                for event in self.master.watch_cluster(request):
                     last_ok = time.monotonic()
                     self.reached_master.set()
                     if event.HasField("cluster_spec"):
@@ -483,10 +474,10 @@ class Runtime:
                         return
                 if self.stop.event.is_set():
                     return
-            except grpc.RpcError as exc:
-                if exc.code() in _FATAL_CODES:
-                    self.stop.set(f"the master refused this task: {exc.details()}", 0)
-                    return
+            except MasterRefusedError as exc:
+                self.stop.set(f"the master refused this task: {exc}", 0)
+                return
+            except MasterError as exc:
                 now = time.monotonic()
                 if (
                     self.cluster is None
@@ -495,7 +486,7 @@ class Runtime:
                     self.stop.set(
                         f"could not register: the tfyarn master at "
                         f"{self.ctx.master_address} did not answer within "
-                        f"{self.spec.registration_timeout:.0f} s ({exc.details()})",
+                        f"{self.spec.registration_timeout:.0f} s ({exc})",
                         0,
                     )
                     return
@@ -528,13 +519,13 @@ class Runtime:
         last_ok = time.monotonic()
         while not self.done.wait(interval):
             try:
-                self.master.stub.Heartbeat(request, timeout=max(interval, 5.0))
+                self.master.heartbeat(request, timeout=max(interval, 5.0))
                 last_ok = time.monotonic()
                 self.reached_master.set()
-            except grpc.RpcError as exc:
-                if exc.code() in _FATAL_CODES:
-                    self.stop.set(f"the master refused this task: {exc.details()}", 0)
-                    return
+            except MasterRefusedError as exc:
+                self.stop.set(f"the master refused this task: {exc}", 0)
+                return
+            except MasterError:
                 if time.monotonic() - last_ok > self.master_lost_after:
                     self.stop.set(
                         f"no answer from the master at {self.ctx.master_address} "

@@ -38,6 +38,7 @@ from typing import Any
 import skein
 
 from tfyarn import client, config
+from tfyarn.contract.status import STATUS_KEY
 from tfyarn.spec import Role
 
 LAYOUTS = ((1, 2), (2, 4))
@@ -117,7 +118,7 @@ def _wait_all_up(yarn: Any, app_id: str, n_tasks: int) -> dict[str, float]:
                     app = None
             if app is not None:
                 up = app.kv.get_prefix("up/")
-                status = app.kv.get("tfyarn.status")
+                status = app.kv.get(STATUS_KEY)
                 if status and json.loads(status).get("cluster_formed_at"):
                     times["formed"] = float(json.loads(status)["cluster_formed_at"])
                 formed = app.kv.get_prefix("formed/")

@@ -27,9 +27,10 @@ import pytest
 import skein
 
 from tfyarn import client
-from tfyarn._master_client import secure_channel
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
+from tfyarn.contract.channel import secure_channel
+from tfyarn.contract.status import MASTER_KEY, STATUS_KEY
 from tfyarn.errors import TfyarnError
 from tfyarn.spec import JobSpec
 
@@ -142,7 +143,7 @@ def test_cluster_forms_tf_config_is_right_and_lead_success_ends_the_job(
         started = time.monotonic()
         app = yarn.connect(app_id)
         values = kv_wait(app, [f"seen.{t}" for t in tasks], timeout=180)
-        status = json.loads(app.kv["tfyarn.status"])
+        status = json.loads(app.kv[STATUS_KEY])
         seen = {t: json.loads(values[f"seen.{t}"]) for t in tasks}
 
         # One ClusterSpec, generation 1, holding every chief/ps/worker address.
@@ -168,7 +169,7 @@ def test_cluster_forms_tf_config_is_right_and_lead_success_ends_the_job(
         assert all(by_task[t]["yarn_container_id"] for t in tasks)
 
         # A client without the application's credentials is refused.
-        address = app.kv["tfyarn.master"].decode()
+        address = app.kv[MASTER_KEY].decode()
         other = skein.Security.new_credentials()
         intruder = master_pb2_grpc.MasterStub(
             secure_channel(address, other._get_bytes("cert"), other._get_bytes("key"))
@@ -199,7 +200,7 @@ def test_cluster_forms_tf_config_is_right_and_lead_success_ends_the_job(
         # step/total_steps YARN's progress bar.
         deadline = time.monotonic() + 30
         while True:
-            status = json.loads(app.kv["tfyarn.status"])
+            status = json.loads(app.kv[STATUS_KEY])
             steps = {t["task"]: t["step"] for t in status["tasks"]}
             if steps["worker:0"] == 5 and steps["worker:1"] == 6:
                 break

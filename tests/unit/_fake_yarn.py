@@ -13,6 +13,8 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
+from tfyarn.contract.status import STATUS_KEY
+
 APP_ID = "application_1700000000000_0007"
 
 
@@ -37,7 +39,7 @@ class FakeKV:
         self._snaps = snaps
 
     def get(self, key: str) -> bytes | None:
-        assert key == "tfyarn.status"
+        assert key == STATUS_KEY
         snap = next(self._snaps, None)
         return None if snap is None else json.dumps(snap).encode()
 

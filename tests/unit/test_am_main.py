@@ -11,7 +11,7 @@ from _am_support import job, new_credentials
 
 from am.__main__ import am_attempt, serve
 from am.launcher import FakeLauncher
-from am.state import MASTER_KEY, STATUS_KEY
+from tfyarn.contract.status import MASTER_KEY, STATUS_KEY
 
 
 def test_am_attempt_from_container_id() -> None:

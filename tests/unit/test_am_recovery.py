@@ -7,8 +7,8 @@ from test_am_state import Clock, register, run, settle
 
 from am.launcher import FakeLauncher
 from am.state import JobState, Phase, TaskRejected, TaskState
-from tfyarn import _clusterspec
 from tfyarn._proto import master_pb2 as pb
+from tfyarn.contract import clusterspec as _clusterspec
 from tfyarn.spec import Role
 
 PS_JOB = {"chief": 1, "ps": 1, "worker": 2}
@@ -294,7 +294,7 @@ def test_status_shows_restarts_and_why_each_attempt_ended() -> None:
 
 
 def test_big_jobs_heartbeat_less_often_and_the_timeout_follows() -> None:
-    from tfyarn._master_client import heartbeat_interval, heartbeat_timeout
+    from tfyarn.contract.heartbeat import heartbeat_interval, heartbeat_timeout
 
     assert heartbeat_interval(2.0, 12) == 2.0
     assert heartbeat_interval(2.0, 5000) == 10.0  # 500 calls/s at the master

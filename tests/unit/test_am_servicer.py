@@ -8,10 +8,10 @@ from _am_support import LiveMaster, job, new_credentials
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from am.state import Phase
-from tfyarn import _clusterspec
-from tfyarn._master_client import CHANNEL_OPTIONS, secure_channel
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
+from tfyarn.contract import clusterspec as _clusterspec
+from tfyarn.contract.channel import CHANNEL_OPTIONS, secure_channel
 
 
 @pytest.fixture

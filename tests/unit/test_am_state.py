@@ -10,8 +10,9 @@ from typing import Any
 from _am_support import job
 
 from am.launcher import FakeLauncher
-from am.state import STATUS_KEY, JobState, Phase, TaskState
+from am.state import JobState
 from tfyarn._proto import master_pb2 as pb
+from tfyarn.contract.status import STATUS_KEY, Phase, TaskState
 from tfyarn.spec import JobSpec, Role
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tfyarn import _clusterspec
 from tfyarn._proto import master_pb2 as pb
+from tfyarn.contract import clusterspec as _clusterspec
 
 
 def test_round_trip_keeps_order_and_repeated_hosts() -> None:

@@ -1,0 +1,16 @@
+"""What the client, the master (``am/``) and the task runtime share.
+
+Each fact the three programs must agree on is written once, here, beside the
+gRPC contract in ``proto/`` (generated code in ``tfyarn._proto``):
+
+- :mod:`~tfyarn.contract.env`: the environment variables that carry a task's identity;
+- :mod:`~tfyarn.contract.status`: the published job status, its phases, task
+  states and key-value store keys;
+- :mod:`~tfyarn.contract.heartbeat`: heartbeat interval and timeout;
+- :mod:`~tfyarn.contract.clusterspec`: the ClusterSpec's wire layout;
+- :mod:`~tfyarn.contract.channel`: the mutual-TLS channel to the master, where
+  gRPC errors become tfyarn exceptions.
+
+``am/`` imports only this package, ``tfyarn.spec``, ``tfyarn.errors`` and the
+generated protos from ``tfyarn``.
+"""

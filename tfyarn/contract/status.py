@@ -1,0 +1,162 @@
+"""The job's status as the master publishes it and the client reads it.
+
+The master writes one JSON document under :data:`STATUS_KEY` in the
+application's skein key-value store; ``tfyarn status``, the live view of
+``tfyarn submit`` and ``tfyarn kill`` read it back. Both sides use the types
+below, so a renamed field or state breaks a test on both sides at once
+(like Ray's job ``common.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any
+
+# skein key-value store keys.
+STATUS_KEY = "tfyarn.status"
+MASTER_KEY = "tfyarn.master"  # host:port of the master's gRPC service
+
+
+class Phase(str, Enum):
+    """Where the whole job is."""
+
+    LAUNCHING = "LAUNCHING"
+    REGISTERING = "REGISTERING"
+    RUNNING = "RUNNING"
+    RESTARTING = "RESTARTING"
+    FINISHING = "FINISHING"
+    STOPPING = "STOPPING"  # `tfyarn kill`: tasks are stopping, the kill follows
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+
+    def is_terminal(self) -> bool:
+        return self in (Phase.SUCCEEDED, Phase.FAILED, Phase.KILLED)
+
+
+class TaskState(str, Enum):
+    """Where one task (one attempt of it) is."""
+
+    REQUESTED = "REQUESTED"  # container asked of YARN, not granted yet
+    ALLOCATED = "ALLOCATED"  # container running, task not registered yet
+    REGISTERED = "REGISTERED"  # registered, waiting for the cluster to form
+    RUNNING = "RUNNING"  # holds the ClusterSpec; its script runs
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"  # the script exited non-zero
+    KILLED = "KILLED"  # stopped by the master
+    LOST = "LOST"  # container gone or silent without reporting an end
+    # A new attempt waits for its predecessor's container to end (so the old
+    # TensorFlow server is gone from the port the new one takes).
+    RELAUNCHING = "RELAUNCHING"
+
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL
+
+    def is_registered(self) -> bool:
+        """Registered with the master (and not ended)."""
+        return self in (TaskState.REGISTERED, TaskState.RUNNING)
+
+    def has_container(self) -> bool:
+        """YARN granted this attempt a container (it may have ended since)."""
+        return self not in (TaskState.REQUESTED, TaskState.RELAUNCHING)
+
+    def has_exit_code(self) -> bool:
+        """An ``exit_code`` in this state is the script's (or the signal's)."""
+        return self in (TaskState.SUCCEEDED, TaskState.FAILED, TaskState.KILLED)
+
+
+_TERMINAL = frozenset(
+    {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.KILLED, TaskState.LOST}
+)
+
+
+@dataclasses.dataclass
+class TaskStatus:
+    """One task in the published status."""
+
+    task: str  # "worker:0"
+    role: str
+    index: int
+    state: TaskState
+    attempt: int = 0
+    address: str | None = None  # host:port of its TensorFlow server
+    container_id: str | None = None  # skein's id
+    yarn_container_id: str | None = None
+    node: str | None = None
+    exit_code: int | None = None
+    step: int | None = None
+    metrics: dict[str, float] = dataclasses.field(default_factory=dict)
+    last_heartbeat_age: float | None = None
+    failures: list[str] = dataclasses.field(default_factory=list)  # earlier attempts
+    history: list[str] = dataclasses.field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["state"] = self.state.value
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> TaskStatus:
+        return cls(**_known_fields(cls, raw, state=TaskState(raw["state"])))
+
+
+@dataclasses.dataclass
+class JobStatus:
+    """The whole published status document."""
+
+    phase: Phase
+    generation: int = 0
+    restarts: int = 0
+    restart_reasons: list[str] = dataclasses.field(default_factory=list)
+    max_restarts: int | None = None
+    budget_used: int = 0
+    cluster_restarts: int = 0
+    started: float | None = None  # wall-clock seconds
+    cluster_formed_at: float | None = None
+    diagnostics: str = ""
+    master_address: str | None = None
+    lead: str | None = None  # the task whose success ends the job
+    tasks: list[TaskStatus] = dataclasses.field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["phase"] = self.phase.value
+        out["tasks"] = [t.to_dict() for t in self.tasks]
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> JobStatus:
+        tasks = [TaskStatus.from_dict(t) for t in raw.get("tasks") or []]
+        return cls(**_known_fields(cls, raw, phase=Phase(raw["phase"]), tasks=tasks))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> JobStatus:
+        """Parse a published status.
+
+        Raises
+        ------
+        ValueError
+            Not a status document of this version of tfyarn.
+        """
+        try:
+            return cls.from_dict(json.loads(text))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a tfyarn status document: {exc}") from exc
+
+    def task(self, key: str) -> TaskStatus | None:
+        return next((t for t in self.tasks if t.task == key), None)
+
+    def all_ended(self) -> bool:
+        return all(t.state.is_terminal() for t in self.tasks)
+
+
+def _known_fields(cls: type, raw: Mapping[str, Any], **parsed: Any) -> dict[str, Any]:
+    # Fields a newer master adds are ignored, so an older client still reads it.
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {**{k: v for k, v in raw.items() if k in names}, **parsed}
