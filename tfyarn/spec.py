@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from tfyarn import _env
+from tfyarn.contract import env as _env
 from tfyarn.errors import SpecError
 
 

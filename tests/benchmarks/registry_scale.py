@@ -28,10 +28,10 @@ import grpc
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tfyarn import _clusterspec
-from tfyarn._master_client import CHANNEL_OPTIONS
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
+from tfyarn.contract import clusterspec as _clusterspec
+from tfyarn.contract.channel import CHANNEL_OPTIONS
 
 CHANNELS = 128
 
