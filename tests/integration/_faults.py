@@ -31,7 +31,7 @@ class Proc:
     def is_script(self) -> bool:
         """The user's script: the runtime starts it with TF_GRPC_REUSE_PORT.
 
-        Not TF_CONFIG: a pre-started interpreter (tfyarn/_preload.py) gets it
+        Not TF_CONFIG: a pre-started interpreter (tfyarn/runtime/_bootstrap/preload.py) gets it
         later, in os.environ, which /proc/<pid>/environ does not show.
         """
         return "TF_GRPC_REUSE_PORT" in self.env

@@ -99,4 +99,4 @@ def test_an_exception_in_the_script_fails_the_job_with_its_traceback(
     assert "worker:0" in err and "exited with code 1" in err, err
     assert 'first_line.py", line 12, in <module>' in err, err
     assert "ValueError: the model exploded" in err
-    assert "_preload" not in err and "runpy" not in err  # no bootstrap frames
+    assert "_bootstrap" not in err and "runpy" not in err  # no bootstrap frames

@@ -14,7 +14,7 @@ from _am_support import LiveMaster, job
 from am.state import Phase
 from tfyarn import runtime
 from tfyarn.errors import SpecError
-from tfyarn.runtime import Runtime, TaskContext
+from tfyarn.runtime import Runtime, TaskContext, Timeouts
 from tfyarn.spec import JobSpec
 
 SCRIPT = r"""
@@ -286,12 +286,10 @@ def test_a_taken_tfyarn_port_falls_back_to_another(
 
 
 def test_a_replaced_task_waits_for_the_old_server_on_its_port(
-    credentials: tuple[bytes, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    credentials: tuple[bytes, bytes], tmp_path: Path
 ) -> None:
     """A predecessor's TF server (SO_REUSEPORT, listening) would share the port."""
     import socket
-
-    from tfyarn import runtime
 
     old = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
     old.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
@@ -314,14 +312,18 @@ def test_a_replaced_task_waits_for_the_old_server_on_its_port(
         assert held.getsockname()[1] == port  # waited, then took it back
     finally:
         held.close()
-    # One that never goes away: another port after PORT_WAIT.
-    monkeypatch.setattr(runtime, "PORT_WAIT", 0.5)
+    # One that never goes away: another port after port_wait.
     stuck = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
     stuck.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     stuck.bind(("::", 0))
     stuck.listen()
     env["TFYARN_PORT"] = str(stuck.getsockname()[1])
-    rt = Runtime(TaskContext.from_env(env), credentials=credentials, workdir=tmp_path)
+    rt = Runtime(
+        TaskContext.from_env(env),
+        credentials=credentials,
+        workdir=tmp_path,
+        timeouts=Timeouts(port_wait=0.5, port_poll=0.1),
+    )
     held = rt._reserve()
     try:
         assert held.getsockname()[1] != stuck.getsockname()[1]

@@ -1,4 +1,4 @@
-"""Port reservation with SO_REUSEPORT (tfyarn/_ports.py), as FIELD_NOTES describe:
+"""Port reservation with SO_REUSEPORT (tfyarn/runtime/ports.py), as FIELD_NOTES describe:
 a held reservation lets a second SO_REUSEPORT socket (TensorFlow with
 TF_GRPC_REUSE_PORT=1) bind and serve the port, and keeps every other process out.
 """
@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from tfyarn._ports import reserve_port, reserved_port
+from tfyarn.runtime.ports import reserve_port, reserved_port
 
 
 def _reuseport_socket(family: socket.AddressFamily) -> socket.socket:

@@ -1,6 +1,6 @@
 """The pre-started script interpreter: the bootstrap alone, then inside the runtime.
 
-The bootstrap (tfyarn/_preload.py) runs as the runtime runs it: a subprocess of
+The bootstrap (tfyarn/runtime/_bootstrap/preload.py) runs as the runtime runs it: a subprocess of
 this interpreter, by path, reading its message from an inherited pipe. Its
 behaviour is compared with ``python -u SCRIPT`` on the same script.
 """
@@ -23,7 +23,10 @@ from _am_support import LiveMaster, job
 from am.state import Phase
 from tfyarn import config, runtime
 from tfyarn.errors import SpecError
-from tfyarn.runtime import BOOTSTRAP, Runtime, TaskContext
+from tfyarn.runtime import BOOTSTRAP, Runtime, TaskContext, Timeouts
+
+# Reporting the end to a master already gone gives up after 1 s, not 15 s.
+FAST = Timeouts(report_end=1.0, report_end_attempt=0.5)
 
 # Imported by the bootstrap before the message: records what it saw then.
 HEAVY = """\
@@ -121,7 +124,7 @@ def test_the_script_sees_what_python_script_would_show_it(tmp_path: Path) -> Non
 
 
 def test_the_tfyarn_package_does_not_shadow_modules(tmp_path: Path) -> None:
-    """tfyarn/ holds tensorboard.py and config.py; the bootstrap lives there."""
+    """tfyarn/ holds tensorboard.py and config.py; none of it is on sys.path."""
     script = tmp_path / "train.py"
     script.write_text(
         "import sys\n"
@@ -131,6 +134,10 @@ def test_the_tfyarn_package_does_not_shadow_modules(tmp_path: Path) -> None:
     done = bootstrap(script, modules=())
     assert done.returncode == 1
     assert "ModuleNotFoundError: No module named 'config'" in done.stderr
+    # The bootstrap is alone in its directory, which Python puts first on
+    # sys.path while it starts: nothing there can shadow what it imports.
+    alone = {p.name for p in BOOTSTRAP.parent.iterdir()} - {"__pycache__"}
+    assert alone == {BOOTSTRAP.name}
 
 
 @pytest.mark.parametrize(
@@ -159,7 +166,7 @@ def test_exit_codes_and_stderr_are_those_of_python_script(
     else:
         # Same traceback: no frame of the bootstrap or runpy.
         assert got.stderr == expected.stderr
-    assert "_preload" not in got.stderr or "KeyboardInterrupt" in body
+    assert "_bootstrap" not in got.stderr or "KeyboardInterrupt" in body
 
 
 def test_a_failing_preimport_is_left_to_the_script(tmp_path: Path) -> None:
@@ -297,7 +304,11 @@ def test_stopping_before_formation_kills_and_reaps_the_pre_started_interpreter(
     master.grant_all()
     env = task_env(spec.to_env(), master.address)
     rt = Runtime(
-        TaskContext.from_env(env), credentials=credentials, workdir=tmp_path, env=env
+        TaskContext.from_env(env),
+        credentials=credentials,
+        workdir=tmp_path,
+        env=env,
+        timeouts=FAST,
     )
     result: list[int] = []
     task = threading.Thread(target=lambda: result.append(rt.run()))
@@ -327,7 +338,11 @@ def test_unreachable_master_kills_the_pre_started_interpreter(
     (tmp_path / spec.script_name).write_text("open('ran', 'w').close()\n")
     env = task_env(spec.to_env(), "127.0.0.1:1")  # nobody listens
     rt = Runtime(
-        TaskContext.from_env(env), credentials=credentials, workdir=tmp_path, env=env
+        TaskContext.from_env(env),
+        credentials=credentials,
+        workdir=tmp_path,
+        env=env,
+        timeouts=FAST,
     )
     assert rt.run() == runtime.EXIT_RUNTIME_ERROR
     assert rt.prestarted is None
@@ -401,16 +416,20 @@ def test_a_stop_while_the_interpreter_still_imports_ends_it_before_the_script(
     master.grant_all()
     env = task_env(spec.to_env(), master.address)
     rt = Runtime(
-        TaskContext.from_env(env), credentials=credentials, workdir=tmp_path, env=env
+        TaskContext.from_env(env),
+        credentials=credentials,
+        workdir=tmp_path,
+        env=env,
+        timeouts=FAST,
     )
     result: list[int] = []
     task = threading.Thread(target=lambda: result.append(rt.run()))
     task.start()
-    assert rt.cluster_ready.wait(30)  # formed, the message handed over
+    assert rt.session.cluster_ready.wait(30)  # formed, the message handed over
     state = master.state
     assert state is not None
     master.call(lambda: state.request_kill("test over"))
-    task.join(40)  # includes 15 s of trying to report to the master, gone by then
+    task.join(40)
     assert result == [128 + signal.SIGTERM]  # SIGTERM, not the grace's SIGKILL
     assert not (tmp_path / "ran").exists()
     master.wait_done()
@@ -430,7 +449,11 @@ def big_job_runtime(
     # Linux's limit for one environment string when the interpreter starts.
     base = {k: v for k, v in env.items() if k != "TFYARN_JOB"}
     rt = Runtime(
-        TaskContext.from_env(env), credentials=credentials, workdir=tmp_path, env=base
+        TaskContext.from_env(env),
+        credentials=credentials,
+        workdir=tmp_path,
+        env=base,
+        timeouts=FAST,
     )
     return master, rt
 
@@ -462,11 +485,11 @@ def test_a_stop_is_handled_while_a_large_message_waits_for_the_imports(
     result: list[int] = []
     task = threading.Thread(target=lambda: result.append(rt.run()))
     task.start()
-    assert rt.cluster_ready.wait(30)
+    assert rt.session.cluster_ready.wait(30)
     state = master.state
     assert state is not None
     master.call(lambda: state.request_kill("test over"))
-    task.join(40)  # 15 s of it trying to report to a master gone by then
+    task.join(40)
     assert result == [128 + signal.SIGTERM]
     assert not (tmp_path / "ran").exists()
     master.wait_done()

@@ -1,10 +1,10 @@
-"""TF_CONFIG, legacy flags and argument placeholders (tfyarn/_tfconfig.py)."""
+"""TF_CONFIG, legacy flags and argument placeholders (tfyarn/runtime/tfconfig.py)."""
 
 from __future__ import annotations
 
 import json
 
-from tfyarn import _tfconfig
+from tfyarn.runtime import tfconfig as _tfconfig
 
 CLUSTER = {"ps": ["p0:1", "p1:2"], "worker": ["w0:3", "w1:4"], "chief": []}
 

@@ -3,7 +3,7 @@
 The runtime starts this file (by path, with the job's interpreter) as soon as
 the task holds its port, while it still waits for the ClusterSpec::
 
-    python -u _preload.py FD SCRIPT [MODULE ...]
+    python -u preload.py FD SCRIPT [MODULE ...]
 
 It imports each MODULE (``tensorflow`` by default; a failure is ignored here
 and surfaces again when the script imports it), then blocks reading one JSON
@@ -14,7 +14,9 @@ only known once the cluster formed (TF_CONFIG, TFYARN_RESTART, ...). It adds
 ``sys.path[0]`` its directory, the same exit codes and tracebacks.
 
 It must not import tfyarn (``--python`` may be another environment than the
-runtime's), so it uses the standard library only.
+runtime's), so it uses the standard library only. It lives alone in its
+directory: Python puts that directory first on ``sys.path`` while the bootstrap
+starts, and nothing there can shadow a module the bootstrap imports.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ EXIT_NO_MESSAGE = 3
 
 def main(argv: list[str]) -> int:
     fd, script, modules = int(argv[1]), argv[2], argv[3:]
-    # Python put this file's directory (the tfyarn package) first on sys.path;
-    # it holds modules named like real ones (tensorboard.py, config.py) that
-    # would shadow them. The script's directory belongs there, as for
-    # `python SCRIPT`, before anything else is imported.
+    # `python SCRIPT` starts with the script's directory first on sys.path;
+    # runpy.run_path does not put it there, and the preimported modules may
+    # come from it too.
     sys.path[0] = os.path.dirname(os.path.abspath(script))
+    _before_script()
     _preimport(modules)
     try:
         message = _read_message(fd)
@@ -60,6 +62,11 @@ def main(argv: list[str]) -> int:
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         return 1
     return 0
+
+
+def _before_script() -> None:
+    """What the script's interpreter does before importing anything else
+    (see tfyarn.runtime.prelude: the plain start's counterpart is there)."""
 
 
 def _preimport(modules: list[str]) -> None:

@@ -11,7 +11,11 @@ owner, so unrelated processes still get ``EADDRINUSE``.
 
 from __future__ import annotations
 
+import logging
 import socket
+import time
+
+log = logging.getLogger("tfyarn.runtime")
 
 
 def reserve_port(port: int = 0) -> socket.socket:
@@ -49,3 +53,39 @@ def reserve_port(port: int = 0) -> socket.socket:
 def reserved_port(sock: socket.socket) -> int:
     """The port a socket from :func:`reserve_port` holds."""
     return int(sock.getsockname()[1])
+
+
+def reserve_task_port(port: int, *, wait: float, poll: float = 0.5) -> socket.socket:
+    """Hold a task's port: ``port`` if given and free, else any.
+
+    A replaced task asks for its predecessor's port so its address stays the
+    same. Another process of this user may still be serving there (a
+    TensorFlow server that outlived its task for a moment): both would bind
+    with SO_REUSEPORT and share the connections, so wait up to ``wait``
+    seconds until nothing listens there.
+    """
+    if not port:
+        return reserve_port(0)
+    deadline = time.monotonic() + wait
+    while listening(port) and time.monotonic() < deadline:
+        time.sleep(poll)
+    try:
+        if listening(port):
+            raise OSError(f"a server still listens on port {port}")
+        return reserve_port(port)
+    except OSError as exc:
+        # The predecessor's port was taken meanwhile: the master sees the new
+        # address and decides (a PS-mode worker's cluster restarts).
+        log.warning("port %d is taken (%s); reserving another", port, exc)
+        return reserve_port(0)
+
+
+def listening(port: int) -> bool:
+    """Whether something accepts connections on this port of this host."""
+    for host in ("127.0.0.1", "::1"):
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return True
+        except OSError:
+            continue
+    return False

@@ -1,0 +1,33 @@
+"""The entry point of ``python -m tfyarn.runtime`` (see ``JobSpec.to_skein``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+
+from tfyarn.errors import SpecError
+from tfyarn.runtime.context import TaskContext
+from tfyarn.runtime.task import EXIT_BAD_ENV, Runtime
+
+
+def main() -> int:
+    """Run the task this container is for; return its exit code."""
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s tfyarn.runtime %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        ctx = TaskContext.from_env(os.environ)
+    except SpecError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return EXIT_BAD_ENV
+    runtime = Runtime(ctx)
+    # SIGTERM (YARN preemption, `tfyarn kill`): pass it on with the job's grace.
+    signal.signal(
+        signal.SIGTERM,
+        lambda *_: runtime.stop.set("SIGTERM received", ctx.spec.stop_grace),
+    )
+    return runtime.run()

@@ -1,0 +1,92 @@
+"""Everything done before the script's first line, for both ways it starts.
+
+This is the one place for it. The script starts either
+
+- **pre-started** (``preimport``): :func:`preload_command` runs the bootstrap
+  ``_bootstrap/preload.py`` with :func:`spawn_env` as soon as the task holds its
+  port; after formation the bootstrap receives :func:`script_args` and
+  :func:`formed_env` and runs the script with ``runpy``;
+- **plain**: :func:`plain_command` with :func:`spawn_env` and
+  :func:`formed_env` together, after formation.
+
+So what every script must see goes into :func:`spawn_env` (known before
+formation) or :func:`formed_env` (known after), and code that must run in the
+script's interpreter before the script goes into the bootstrap, whose
+``_before_script`` is its one spot (stdlib only: it runs with the job's
+interpreter, where tfyarn may not be importable).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from tfyarn.contract import env as _env
+from tfyarn.runtime import tfconfig as _tfconfig
+from tfyarn.runtime.context import TaskContext
+
+# Run by path, with the job's interpreter: tfyarn need not be importable there.
+# Alone in its directory, so that directory (sys.path[0] until the bootstrap
+# puts the script's there) holds nothing that could shadow a module.
+BOOTSTRAP = Path(__file__).parent / "_bootstrap" / "preload.py"
+
+
+def spawn_env(base_env: Mapping[str, str], port: int) -> dict[str, str]:
+    """The script's environment as far as it is known before formation.
+
+    ``TF_GRPC_REUSE_PORT`` is read when TensorFlow creates its server and may
+    be read at import, so it must be there when the interpreter starts.
+    """
+    env = dict(base_env)
+    env.update(
+        {
+            # TensorFlow binds its port with SO_REUSEPORT, next to our
+            # reservation (tfyarn/runtime/ports.py).
+            "TF_GRPC_REUSE_PORT": "1",
+            "PYTHONUNBUFFERED": "1",
+            _env.PORT: str(port),
+        }
+    )
+    return env
+
+
+def formed_env(
+    ctx: TaskContext, cluster: _tfconfig.Cluster, restart: int
+) -> dict[str, str]:
+    """What the script's environment gains once the cluster formed."""
+    return {
+        "TF_CONFIG": _tfconfig.tf_config(cluster, ctx.role.value, ctx.index),
+        _env.RESTART: str(restart),
+    }
+
+
+def script_args(ctx: TaskContext, cluster: _tfconfig.Cluster) -> list[str]:
+    """The script's arguments: placeholders expanded, legacy flags if asked."""
+    return _tfconfig.script_args(
+        ctx.spec.args,
+        cluster,
+        ctx.role.value,
+        ctx.index,
+        legacy=ctx.spec.legacy_flags,
+    )
+
+
+def plain_command(script: Path, args: list[str]) -> list[str]:
+    """``python -u SCRIPT ARGS``; sys.executable is the job's interpreter
+    (``JobSpec.python`` runs the runtime)."""
+    return [sys.executable, "-u", str(script), *args]
+
+
+def preload_command(
+    message_fd: int, script: Path, modules: tuple[str, ...]
+) -> list[str]:
+    """The bootstrap that imports ``modules`` and then waits on ``message_fd``."""
+    return [
+        sys.executable,
+        "-u",
+        str(BOOTSTRAP),
+        str(message_fd),
+        str(script),
+        *modules,
+    ]

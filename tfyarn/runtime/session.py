@@ -1,0 +1,193 @@
+"""The task's session with the master: register, watch the cluster, heartbeat,
+report the end.
+
+Every call goes through :class:`tfyarn.contract.channel.MasterClient`, which
+turns gRPC status codes into :class:`~tfyarn.errors.MasterUnavailableError`
+(retry) and :class:`~tfyarn.errors.MasterRefusedError` (give up: this attempt
+was replaced or is unknown). Two daemon threads run for the task's life; what
+they learn lands in :attr:`MasterSession.cluster` and in the shared
+:class:`~tfyarn.runtime.child.StopRequest`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from tfyarn._proto import master_pb2 as pb
+from tfyarn.contract.channel import MasterClient, backoff_delays, call_until
+from tfyarn.contract.heartbeat import heartbeat_interval
+from tfyarn.errors import MasterError, MasterRefusedError, MasterUnavailableError
+from tfyarn.runtime.child import StopRequest
+from tfyarn.runtime.context import TaskContext
+from tfyarn.runtime.timeouts import Timeouts
+
+log = logging.getLogger("tfyarn.runtime")
+
+
+class MasterSession:
+    """One task's calls to the master and the two threads that keep them up."""
+
+    def __init__(
+        self,
+        ctx: TaskContext,
+        stop: StopRequest,
+        *,
+        credentials: tuple[bytes, bytes] | None,
+        timeouts: Timeouts,
+    ) -> None:
+        self.ctx = ctx
+        self.spec = ctx.spec
+        self.stop = stop
+        self.timeouts = timeouts
+        self.client = MasterClient(ctx.master_address, credentials)
+        self.cluster_ready = threading.Event()
+        self.cluster: pb.ClusterSpec | None = None
+        self.reached_master = threading.Event()  # any call answered
+        self.done = threading.Event()
+        self.registration: pb.RegisterTaskRequest | None = None
+        # Without a master for this long the job is over (YARN ends the
+        # containers of a dead master; this is the bound if it does not).
+        self.master_lost_after = max(
+            timeouts.master_lost_min, 3 * self.spec.heartbeat_timeout
+        )
+
+    def start(self, port: int) -> None:
+        """Register (riding on the WatchCluster call: one RPC per task) and
+        start heartbeating."""
+        self.registration = pb.RegisterTaskRequest(
+            task=self.ctx.task_key(),
+            attempt=self.ctx.attempt,
+            host=self.ctx.host,
+            port=port,
+            container_id=self.ctx.container_id,
+            yarn_container_id=self.ctx.yarn_container_id,
+        )
+        threading.Thread(target=self._watch, name="watch", daemon=True).start()
+        threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
+
+    def close(self) -> None:
+        self.done.set()
+        self.client.close()
+
+    def wait_for_cluster(self) -> bool:
+        """Wait for the ClusterSpec (bounded); False if told to stop first."""
+        timeout = self.spec.registration_timeout
+        deadline = time.monotonic() + timeout + self.timeouts.formation_slack
+        while time.monotonic() < deadline:
+            if self.stop.event.is_set():
+                log.warning("stopping before the cluster formed: %s", self.stop.reason)
+                return False
+            if self.cluster_ready.wait(0.2):
+                return True
+        self.stop.set(
+            f"the cluster did not form within {timeout:.0f} s "
+            "of this task registering (other tasks never registered)",
+            0,
+        )
+        return False
+
+    def report_end(self, code: int, stderr_tail: str) -> None:
+        """Tell the master how the script ended (bounded; a failure only logs)."""
+        request = pb.ReportTaskEndRequest(
+            task=self.ctx.task_key(),
+            attempt=self.ctx.attempt,
+            exit_code=code,
+            stderr_tail=stderr_tail,
+        )
+        try:
+            call_until(
+                f"reporting the end of {self.ctx.key}",
+                lambda timeout: self.client.report_task_end(request, timeout=timeout),
+                deadline=time.monotonic() + self.timeouts.report_end,
+                attempt_timeout=self.timeouts.report_end_attempt,
+            )
+        except (MasterUnavailableError, MasterRefusedError) as exc:
+            # The master also sees the container end; this only loses the detail.
+            log.warning("could not report the end to the master: %s", exc)
+
+    # -- background threads -------------------------------------------------------
+
+    def _watch(self) -> None:
+        """Register and follow WatchCluster; reconnect while the master answers."""
+        delay = backoff_delays(cap=5.0)
+        started = last_ok = time.monotonic()
+        while not self.done.is_set():
+            known = self.cluster.generation if self.cluster else 0
+            request = pb.WatchClusterRequest(
+                task=self.ctx.task_key(),
+                attempt=self.ctx.attempt,
+                known_generation=known,
+                register=self.registration,
+            )
+            try:
+                for event in self.client.watch_cluster(request):
+                    last_ok = time.monotonic()
+                    self.reached_master.set()
+                    if event.HasField("cluster_spec"):
+                        self._on_cluster(event.cluster_spec)
+                    elif event.HasField("stop"):
+                        self.stop.set(event.stop.reason, event.stop.grace_seconds)
+                        return
+                if self.stop.event.is_set():
+                    return
+            except MasterRefusedError as exc:
+                self.stop.set(f"the master refused this task: {exc}", 0)
+                return
+            except MasterError as exc:
+                now = time.monotonic()
+                if (
+                    self.cluster is None
+                    and now - started > self.spec.registration_timeout
+                ):
+                    self.stop.set(
+                        f"could not register: the tfyarn master at "
+                        f"{self.ctx.master_address} did not answer within "
+                        f"{self.spec.registration_timeout:.0f} s ({exc})",
+                        0,
+                    )
+                    return
+                if self.cluster is not None and now - last_ok > self.master_lost_after:
+                    self.stop.set(
+                        f"the master at {self.ctx.master_address} is unreachable "
+                        f"for {self.master_lost_after:.0f} s",
+                        self.spec.stop_grace,
+                    )
+                    return
+            self.done.wait(delay())
+
+    def _on_cluster(self, spec: pb.ClusterSpec) -> None:
+        if self.cluster is not None and spec.generation <= self.cluster.generation:
+            return
+        if self.cluster is not None:
+            # TF_CONFIG of a running script cannot change; a later generation
+            # matters to restarts (issue 5), which start a new attempt.
+            log.info("cluster generation %d received", spec.generation)
+        self.cluster = spec
+        self.cluster_ready.set()
+
+    def _heartbeat(self) -> None:
+        request = pb.HeartbeatRequest(
+            task=self.ctx.task_key(), attempt=self.ctx.attempt
+        )
+        interval = heartbeat_interval(
+            self.spec.heartbeat_interval, len(self.spec.task_keys())
+        )
+        last_ok = time.monotonic()
+        while not self.done.wait(interval):
+            try:
+                self.client.heartbeat(request, timeout=max(interval, 5.0))
+                last_ok = time.monotonic()
+                self.reached_master.set()
+            except MasterRefusedError as exc:
+                self.stop.set(f"the master refused this task: {exc}", 0)
+                return
+            except MasterError:
+                if time.monotonic() - last_ok > self.master_lost_after:
+                    self.stop.set(
+                        f"no answer from the master at {self.ctx.master_address} "
+                        f"for {self.master_lost_after:.0f} s",
+                        self.spec.stop_grace,
+                    )
+                    return

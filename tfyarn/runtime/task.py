@@ -1,0 +1,164 @@
+"""One task's life, from its port to its exit code.
+
+Reserve a port (held until the end), register with the master, start the
+script's interpreter with its heavy modules imported (``preimport``), wait for
+the ClusterSpec, hand the script its TF_CONFIG (and optionally the legacy
+flags), heartbeat while it runs, forward SIGTERM / the master's Stop to it
+(SIGKILL after the grace), report how it ended, exit with its code.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+
+from tfyarn.contract import clusterspec as _clusterspec
+from tfyarn.runtime import child as _child
+from tfyarn.runtime import prelude
+from tfyarn.runtime.context import TaskContext
+from tfyarn.runtime.ports import reserve_task_port, reserved_port
+from tfyarn.runtime.session import MasterSession
+from tfyarn.runtime.timeouts import DEFAULT, Timeouts
+
+log = logging.getLogger("tfyarn.runtime")
+
+STDERR_TAIL_LINES = 40
+EXIT_RUNTIME_ERROR = 1
+EXIT_BAD_ENV = 2
+
+
+class Runtime:
+    """Runs one task; :meth:`run` returns the process exit code."""
+
+    def __init__(
+        self,
+        ctx: TaskContext,
+        *,
+        credentials: tuple[bytes, bytes] | None = None,
+        workdir: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeouts: Timeouts = DEFAULT,
+    ) -> None:
+        self.ctx = ctx
+        # The script's environment before TF_CONFIG and friends are added.
+        self.base_env = dict(os.environ if env is None else env)
+        self.spec = ctx.spec
+        self.workdir = workdir or Path.cwd()
+        self.timeouts = timeouts
+        self.stop = _child.StopRequest()
+        self.session = MasterSession(
+            ctx, self.stop, credentials=credentials, timeouts=timeouts
+        )
+        self.stderr_tail: collections.deque[str] = collections.deque(
+            maxlen=STDERR_TAIL_LINES
+        )
+        # The script's interpreter, started before formation (``preimport``)
+        # and not yet handed its script.
+        self.prestarted: _child.Child | None = None
+
+    def run(self) -> int:
+        sock = self._reserve()
+        port = reserved_port(sock)
+        log.info(
+            "%s attempt %d holds %s:%d",
+            self.ctx.key,
+            self.ctx.attempt,
+            self.ctx.host,
+            port,
+        )
+        try:
+            # Import TensorFlow (several CPU-seconds) while the cluster forms,
+            # not after: the script's interpreter starts now and waits for it.
+            script = self.workdir / self.spec.script_name
+            if self.spec.preimport and script.is_file():
+                self.prestarted = self._prestart(script, port)
+            self.session.start(port)
+            if not self.session.wait_for_cluster():
+                return self._end_without_script()
+            code = self._run_script(port)
+            self._report_end(code)
+            return code if code >= 0 else 128 - code
+        finally:
+            self._discard_prestarted()
+            self.session.close()
+            sock.close()  # the port is free only once the task is over
+
+    def _reserve(self) -> socket.socket:
+        return reserve_task_port(
+            self.ctx.port,
+            wait=self.timeouts.port_wait,
+            poll=self.timeouts.port_poll,
+        )
+
+    def _report_end(self, code: int) -> None:
+        self.session.report_end(code, "\n".join(self.stderr_tail))
+
+    def _end_without_script(self) -> int:
+        self._discard_prestarted()
+        reason = self.stop.reason
+        log.error("%s ends before its script started: %s", self.ctx.key, reason)
+        self.stderr_tail.append(f"tfyarn: {reason}")
+        if self.session.reached_master.is_set():  # else there is no one to tell
+            self._report_end(EXIT_RUNTIME_ERROR)
+        return EXIT_RUNTIME_ERROR
+
+    def _run_script(self, port: int) -> int:
+        formed_spec = self.session.cluster
+        assert formed_spec is not None
+        cluster = _clusterspec.decode(formed_spec)
+        script = self.workdir / self.spec.script_name
+        if not script.is_file():
+            self._discard_prestarted()
+            self.stderr_tail.append(
+                f"tfyarn: the script {self.spec.script_name} is not in the container's "
+                f"directory {self.workdir} (files: {sorted(os.listdir(self.workdir))})"
+            )
+            log.error("%s", self.stderr_tail[-1])
+            return EXIT_BAD_ENV
+        args = prelude.script_args(self.ctx, cluster)
+        formed = prelude.formed_env(self.ctx, cluster, formed_spec.restart)
+        command = prelude.plain_command(script, args)
+        child, self.prestarted = self.prestarted, None
+        drain = self.timeouts.tee_drain
+        if child is not None and _child.hand_over(child, args, formed, drain=drain):
+            log.info(
+                "%s starts: %s (in the interpreter pre-started to import %s)",
+                self.ctx.key,
+                " ".join(command),
+                ", ".join(self.spec.preimport),
+            )
+        else:
+            env = {**prelude.spawn_env(self.base_env, port), **formed}
+            child = _child.start(command, env, cwd=self.workdir, tail=self.stderr_tail)
+            log.info("%s starts: %s", self.ctx.key, " ".join(command))
+        _child.supervise(child.popen, self.stop)
+        child.tee.join(timeout=drain)
+        log.info("%s script exited with %s", self.ctx.key, child.popen.returncode)
+        return int(child.popen.returncode)
+
+    def _prestart(self, script: Path, port: int) -> _child.Child | None:
+        child = _child.prestart(
+            script,
+            self.spec.preimport,
+            prelude.spawn_env(self.base_env, port),
+            cwd=self.workdir,
+            tail=self.stderr_tail,
+        )
+        if child is not None:
+            log.info(
+                "%s pre-started the script's interpreter (pid %d), importing %s",
+                self.ctx.key,
+                child.popen.pid,
+                ", ".join(self.spec.preimport),
+            )
+        return child
+
+    def _discard_prestarted(self) -> None:
+        child, self.prestarted = self.prestarted, None
+        if child is not None:
+            _child.discard(child, drain=self.timeouts.tee_drain)
+            log.info("%s: the pre-started interpreter was stopped", self.ctx.key)
