@@ -1,0 +1,62 @@
+"""One small filesystem interface over HDFS (hdfs-native) and local disk.
+
+TensorFlow 2.21 cannot open ``hdfs://`` (no plugin loads), and pyarrow's own
+HadoopFileSystem needs libhdfs from a Hadoop tarball. ``hdfs-native`` speaks the
+HDFS RPC and data-transfer protocols itself, reads ``$HADOOP_CONF_DIR`` and
+understands ``viewfs://`` mount tables, so every tfyarn data path goes through it.
+
+``resolve(url)`` returns a :class:`FileSystem` and the path inside it:
+
+- ``hdfs://nn:8020/p``, ``hdfs:///p`` (the ``fs.defaultFS`` of ``$HADOOP_CONF_DIR``),
+  ``viewfs://cluster/p``: :class:`HdfsFileSystem`;
+- ``/p``, ``relative/p``, ``file:///p``: :class:`LocalFileSystem`.
+
+Every HDFS failure becomes a :class:`tfyarn.errors.HdfsError` naming the URL and
+what to do; the client is configured to give up on an unreachable NameNode after
+a few quick attempts instead of retrying for minutes, and every metadata call
+has a deadline, so a wrong address fails fast instead of hanging.
+
+The package, one concept a module: :mod:`.base` (the interface and the
+operations composed from it), :mod:`.local`, :mod:`.hdfs`, :mod:`.errors` (the
+error classes and the mapping of client errors to them), :mod:`.deadline` (the
+bounded runner behind every metadata call's deadline) and :mod:`.locate`
+(``resolve`` and URL helpers). Everything is importable from here.
+"""
+
+from tfyarn.data.fs.base import READ_CHUNK, FileInfo, FileSystem
+from tfyarn.data.fs.errors import (
+    HdfsPermissionError,
+    NameNodeUnreachableError,
+    PathNotFoundError,
+)
+from tfyarn.data.fs.errors import mapped_error as _mapped_error
+from tfyarn.data.fs.hdfs import DEFAULT_TIMEOUT, HdfsFileSystem
+from tfyarn.data.fs.local import LocalFileSystem
+from tfyarn.data.fs.locate import (
+    HDFS_SCHEMES,
+    has_magic,
+    is_remote,
+    join,
+    matches,
+    resolve,
+)
+from tfyarn.errors import HdfsError
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "HDFS_SCHEMES",
+    "READ_CHUNK",
+    "FileInfo",
+    "FileSystem",
+    "HdfsError",
+    "HdfsFileSystem",
+    "HdfsPermissionError",
+    "LocalFileSystem",
+    "NameNodeUnreachableError",
+    "PathNotFoundError",
+    "has_magic",
+    "is_remote",
+    "join",
+    "matches",
+    "resolve",
+]

@@ -1,0 +1,315 @@
+"""An HDFS (or ViewFS) namespace reached through hdfs-native."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import IO, Any, TypeVar
+from urllib.parse import urlparse
+
+from tfyarn.data.fs import deadline as _deadline
+from tfyarn.data.fs.base import READ_CHUNK, FileInfo, FileSystem
+from tfyarn.data.fs.errors import NameNodeUnreachableError, mapped_error
+from tfyarn.errors import HdfsError
+
+T = TypeVar("T")
+
+HDFS_SCHEMES = ("hdfs", "viewfs")
+
+#: Seconds a metadata call (list, stat, rename, mkdir, delete, open) may take.
+#: Override with ``TFYARN_HDFS_TIMEOUT``.
+DEFAULT_TIMEOUT = 60.0
+
+# hdfs-native's defaults retry a refused NameNode connection with back-off for
+# minutes (measured: still waiting after 120 s on hdfs://127.0.0.1:1). A user who
+# mistyped an address should hear about it in seconds. Values from the user's
+# own config dir win only if passed explicitly through ``storage_options``.
+_CLIENT_DEFAULTS = {
+    "dfs.client.failover.max.attempts": "2",
+    "dfs.client.failover.sleep.base.millis": "200",
+    "dfs.client.failover.sleep.max.millis": "1000",
+}
+
+
+class HdfsFileSystem(FileSystem):
+    """An HDFS (or ViewFS) namespace reached through hdfs-native.
+
+    Parameters
+    ----------
+    scheme, netloc : str
+        From the URL: ``hdfs`` and ``nn:8020`` (or a nameservice, or empty for
+        ``fs.defaultFS``).
+    timeout : float, optional
+        Deadline in seconds for each metadata call.
+    storage_options : dict, optional
+        Extra Hadoop configuration keys for the client (override the config dir).
+    """
+
+    def __init__(
+        self,
+        scheme: str,
+        netloc: str,
+        *,
+        timeout: float | None = None,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
+        self.scheme = scheme
+        self.netloc = netloc
+        self.timeout = timeout if timeout is not None else _env_timeout()
+        self._options = {**_CLIENT_DEFAULTS, **(storage_options or {})}
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def prefix(self) -> str:
+        """``scheme://netloc`` that starts every URL of this filesystem."""
+        return f"{self.scheme}://{self.netloc}"
+
+    def _get_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import hdfs_native
+
+                url = self.prefix if (self.netloc or self.scheme != "hdfs") else None
+                try:
+                    self._client = hdfs_native.Client(
+                        url, dict(self._options), _config_dir()
+                    )
+                except Exception as exc:  # config errors surface here
+                    raise HdfsError(
+                        f"cannot set up an HDFS client for {self.prefix}/: {exc}. "
+                        "Check HADOOP_CONF_DIR (core-site.xml fs.defaultFS, "
+                        "hdfs-site.xml) or put the NameNode in the URL "
+                        "(hdfs://host:port/path)."
+                    ) from exc
+            return self._client
+
+    def _url(self, path: str) -> str:
+        return self.prefix + path
+
+    def _path(self, url: str) -> str:
+        parsed = urlparse(url)
+        if parsed.scheme not in HDFS_SCHEMES:
+            return url  # already a path
+        return parsed.path or "/"
+
+    def _call(self, op: str, url: str, fn: Callable[[Any], T]) -> T:
+        """Run one client call with a deadline, mapping errors to HdfsError."""
+        client = self._get_client()
+        try:
+            return _deadline.RUNNER.run(lambda: fn(client), self.timeout)
+        except _deadline.DeadlineError as exc:
+            raise NameNodeUnreachableError(
+                f"HDFS {op} of {url} did not answer within {self.timeout:g} s"
+                f"{_stuck(exc)}: the "
+                f"NameNode for {self.prefix or 'fs.defaultFS'} is unreachable or "
+                "overloaded. Check the address and that HDFS is running "
+                "(`tfyarn cluster status` for the local cluster); raise "
+                "TFYARN_HDFS_TIMEOUT for a slow cluster."
+            ) from exc
+        except HdfsError:
+            raise
+        except Exception as exc:
+            raise mapped_error(op, url, exc, namenode=self.prefix) from exc
+
+    def glob(self, pattern: str) -> list[FileInfo]:
+        path = self._path(pattern)
+        statuses = self._call("glob", pattern, lambda c: c.glob_status(path))
+        return sorted((self._to_info(s) for s in statuses), key=lambda i: i.url)
+
+    def _to_info(self, status: Any, parent: str | None = None) -> FileInfo:
+        path = status.path
+        if parent is not None and not path.startswith("/"):
+            path = parent.rstrip("/") + "/" + path
+        return FileInfo(url=self._url(path), size=status.length, is_dir=status.isdir)
+
+    def info(self, url: str) -> FileInfo:
+        path = self._path(url)
+        status = self._call("stat", url, lambda c: c.get_file_info(path))
+        return FileInfo(url=self._url(path), size=status.length, is_dir=status.isdir)
+
+    def ls(self, url: str) -> list[FileInfo]:
+        path = self._path(url)
+        statuses = self._call("list", url, lambda c: list(c.list_status(path, False)))
+        return sorted((self._to_info(s, path) for s in statuses), key=lambda i: i.url)
+
+    def read_chunks(self, url: str, chunk_size: int = READ_CHUNK) -> Iterator[bytes]:
+        path = self._path(url)
+        reader = self._call("open", url, lambda c: c.read(path))
+        try:
+            # The stream pipelines DataNode packets (64 KiB each); joining them
+            # into big chunks keeps the per-chunk Python work small. Measured on
+            # a 64 MiB file: ~640-700 MB/s this way, ~350-450 MB/s with
+            # sequential 8 MiB read_range calls.
+            parts: list[bytes] = []
+            size = 0
+            # A small first chunk gets the first records to TensorFlow sooner.
+            target = min(chunk_size, 1 << 20)
+            for part in reader.read_range_stream(0, len(reader)):
+                parts.append(part)
+                size += len(part)
+                if size >= target:
+                    yield b"".join(parts)
+                    parts, size, target = [], 0, chunk_size
+            if parts:
+                yield b"".join(parts)
+        except OSError as exc:
+            raise mapped_error("read", url, exc, namenode=self.prefix) from exc
+
+    def open_input(self, url: str) -> IO[bytes]:
+        path = self._path(url)
+        reader = self._call("open", url, lambda c: c.read(path))
+        # Buffering cuts the number of small reads pyarrow makes on footers
+        # and pages; each read is one request to a DataNode.
+        return io.BufferedReader(_HdfsReader(reader, url, self.prefix), 1 << 20)
+
+    def open_output(self, url: str) -> IO[bytes]:
+        import hdfs_native
+
+        path = self._path(url)
+        options = hdfs_native.WriteOptions()
+        options.overwrite = True
+        writer = self._call("create", url, lambda c: c.create(path, options))
+        # Buffer: pyarrow and pickle-style writers make many small writes, and
+        # each crossing into the client has a fixed cost.
+        return io.BufferedWriter(_HdfsWriter(writer, url, self.prefix), 4 << 20)
+
+    def mkdirs(self, url: str) -> None:
+        path = self._path(url)
+        self._call("mkdir", url, lambda c: c.mkdirs(path, 0o755, True))
+
+    def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None:
+        s, d = self._path(src), self._path(dst)
+        self._call("rename", src, lambda c: c.rename(s, d, overwrite))
+
+    def delete(self, url: str, *, recursive: bool = False) -> None:
+        path = self._path(url)
+
+        def do(c: Any) -> None:
+            try:
+                c.delete(path, recursive)
+            except FileNotFoundError:
+                pass
+
+        self._call("delete", url, do)
+
+    def set_permission(self, url: str, mode: int) -> None:
+        """Set the Unix permission bits of a path."""
+        path = self._path(url)
+        self._call("chmod", url, lambda c: c.set_permission(path, mode))
+
+    def set_owner(self, url: str, owner: str | None, group: str | None = None) -> None:
+        """Change owner and/or group (HDFS superuser only)."""
+        path = self._path(url)
+        self._call("chown", url, lambda c: c.set_owner(path, owner, group))
+
+
+class _HdfsReader(io.RawIOBase):
+    """hdfs-native's reader as a seekable raw file (it lacks ``readinto``)."""
+
+    def __init__(self, inner: Any, url: str, namenode: str) -> None:
+        super().__init__()
+        self._inner = inner
+        self._url = url
+        self._namenode = namenode
+        self._size = len(inner)
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}
+        self._pos = max(0, base[whence] + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), self._size - self._pos)
+        if n <= 0:
+            return 0
+        try:
+            data = self._inner.read_range(self._pos, n)
+        except OSError as exc:
+            raise mapped_error("read", self._url, exc, self._namenode) from exc
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
+class _HdfsWriter(io.RawIOBase):
+    """hdfs-native's writer as a raw file (pyarrow needs ``closed``/``tell``),
+    with errors mapped to HdfsError."""
+
+    def __init__(self, inner: Any, url: str, namenode: str) -> None:
+        super().__init__()
+        self._inner = inner
+        self._url = url
+        self._namenode = namenode
+        self._pos = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def write(self, data: Any) -> int:
+        try:
+            n = int(self._inner.write(bytes(data)))
+        except OSError as exc:
+            raise mapped_error("write", self._url, exc, self._namenode) from exc
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            self._inner.close()
+        except OSError as exc:
+            raise mapped_error("close", self._url, exc, self._namenode) from exc
+        finally:
+            super().close()
+
+
+def _config_dir() -> str | None:
+    """``$HADOOP_CONF_DIR`` (hdfs-native reads it itself), else the config of
+    a running local cluster (``tfyarn cluster start``), as tfyarn.client does."""
+    if os.environ.get("HADOOP_CONF_DIR"):
+        return None
+    try:
+        from tfyarn.cluster import LocalCluster
+
+        cluster = LocalCluster()
+        return str(cluster.conf_dir) if cluster.is_running() else None
+    except Exception:  # noqa: BLE001 (no local cluster is the common case)
+        return None
+
+
+def _env_timeout() -> float:
+    raw = os.environ.get("TFYARN_HDFS_TIMEOUT")
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        return float(raw)
+    except ValueError:
+        raise HdfsError(
+            f"TFYARN_HDFS_TIMEOUT must be a number of seconds, got {raw!r}"
+        ) from None
+
+
+def _stuck(exc: _deadline.DeadlineError) -> str:
+    if exc.queued:
+        return (
+            f" (it never started: all {exc.stuck} HDFS call threads are blocked "
+            "in earlier calls that timed out)"
+        )
+    return ""
