@@ -162,3 +162,27 @@ def test_csv(tmp_path) -> None:
     assert sorted(a) == list(range(300))
     assert sorted(b) == [i * 0.5 for i in range(300)]
     assert ds.element_spec["c"].dtype == tf.string
+
+
+def test_the_pipeline_options_are_one_object_for_every_reader(tmp_path) -> None:
+    from tfyarn.data import PipelineOptions
+
+    write_tfrecord_shards(str(tmp_path / "tfr"), _records(100), shards=2)
+    write_parquet_shards(
+        str(tmp_path / "pq"), pa.table({"x": list(range(100))}), shards=2
+    )
+    (tmp_path / "c.csv").write_text("x\n" + "".join(f"{i}\n" for i in range(100)))
+    opts = PipelineOptions(shard=Shard(0, 1), batch_size=30, drop_remainder=True)
+    readers = [
+        tfrecord_dataset(str(tmp_path / "tfr" / "part-*"), options=opts),
+        parquet_dataset(str(tmp_path / "pq"), options=opts),
+        csv_dataset(str(tmp_path / "c.csv"), options=opts),
+    ]
+    for ds in readers:
+        sizes = [len(b["x"] if isinstance(b, dict) else b) for b in ds]
+        assert sizes == [30, 30, 30]
+    # A keyword overrides the object's field.
+    ds = tfrecord_dataset(str(tmp_path / "tfr" / "part-*"), options=opts, batch_size=50)
+    assert [len(b) for b in ds] == [50, 50]
+    with pytest.raises(TypeError, match=r"unknown reader option.*batchsize"):
+        csv_dataset(str(tmp_path / "c.csv"), batchsize=10)

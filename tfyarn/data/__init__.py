@@ -4,6 +4,7 @@ Nothing here imports TensorFlow until a dataset is built, so the CLI stays fast.
 See the README section "Data on HDFS".
 """
 
+from tfyarn.data._pipeline import PipelineOptions
 from tfyarn.data.csv import csv_dataset
 from tfyarn.data.example import parse_digits, write_digits
 from tfyarn.data.fs import FileSystem, resolve

@@ -12,7 +12,7 @@ from typing import Any
 
 from tfyarn.data import _columns, _pipeline
 from tfyarn.data import fs as _fs
-from tfyarn.data.sharding import Shard, shard_files
+from tfyarn.data._pipeline import PipelineOptions
 from tfyarn.errors import HdfsError
 
 _BLOCK = 4 << 20
@@ -40,13 +40,8 @@ def csv_dataset(
     columns: list[str] | None = None,
     column_types: dict[str, Any] | None = None,
     delimiter: str = ",",
-    input_context: Any = None,
-    shard: Shard | None = None,
-    batch_size: int | None = None,
-    drop_remainder: bool = False,
-    cycle_length: int | None = None,
-    deterministic: bool = True,
-    prefetch: int | None = None,
+    options: PipelineOptions | None = None,
+    **pipeline: Any,
 ) -> Any:
     """This task's share of CSV files (with a header row) as ``{column: tensor}``.
 
@@ -60,8 +55,10 @@ def csv_dataset(
         ``{name: pyarrow type}`` overriding inference (e.g. ``pa.float32()``).
     delimiter : str
         Field separator.
-    input_context, shard, batch_size, drop_remainder, cycle_length, deterministic, prefetch
-        As for :func:`tfyarn.data.tfrecord_dataset`.
+    options : PipelineOptions, optional
+        Sharding, batching and prefetching, as for
+        :func:`tfyarn.data.tfrecord_dataset` (also as keywords: ``shard=``,
+        ``batch_size=``, ...).
 
     Raises
     ------
@@ -74,7 +71,8 @@ def csv_dataset(
     """
     import pyarrow as pa
 
-    files = shard_files(pattern, input_context=input_context, shard=shard)
+    opts = PipelineOptions.of(options, pipeline)
+    files = opts.files(pattern)
     first = _reader(files[0], column_types, delimiter)
     schema = first.schema
     # Narrow int64/float64 only when asked; inferred types are kept as they are.
@@ -90,17 +88,7 @@ def csv_dataset(
         except pa.ArrowInvalid as exc:
             raise HdfsError(f"cannot parse CSV file {url}: {exc}") from exc
 
-    ds = _pipeline.interleave_files(
-        files,
-        batches,
-        signature,
-        cycle_length=cycle_length,
-        deterministic=deterministic,
-    )
-    ds = _pipeline.finish(
-        ds, batch_size=batch_size, drop_remainder=drop_remainder, prefetch=prefetch
-    )
-    return _pipeline.no_autoshard(ds)
+    return _pipeline.dataset_of_batches(files, batches, signature, opts)
 
 
 def _split(columns: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from tfyarn.data import _columns, _pipeline
 from tfyarn.data import fs as _fs
-from tfyarn.data.sharding import Shard, shard_files
+from tfyarn.data._pipeline import PipelineOptions
 from tfyarn.errors import HdfsError
 
 
@@ -45,13 +45,8 @@ def parquet_dataset(
     pattern: str | list[str],
     *,
     columns: list[str] | None = None,
-    input_context: Any = None,
-    shard: Shard | None = None,
-    batch_size: int | None = None,
-    drop_remainder: bool = False,
-    cycle_length: int | None = None,
-    deterministic: bool = True,
-    prefetch: int | None = None,
+    options: PipelineOptions | None = None,
+    **pipeline: Any,
 ) -> Any:
     """This task's share of Parquet files as a dataset of ``{column: tensor}``.
 
@@ -63,8 +58,10 @@ def parquet_dataset(
         Columns to read (default all). Supported types: bool, ints, floats,
         strings/binary, dates/timestamps (as int64) and fixed-size lists of
         those (as ``[batch, n]`` tensors).
-    input_context, shard, batch_size, drop_remainder, cycle_length, deterministic, prefetch
-        As for :func:`tfyarn.data.tfrecord_dataset`.
+    options : PipelineOptions, optional
+        Sharding, batching and prefetching, as for
+        :func:`tfyarn.data.tfrecord_dataset` (also as keywords: ``shard=``,
+        ``batch_size=``, ...).
 
     Returns
     -------
@@ -84,7 +81,8 @@ def parquet_dataset(
     ...                      columns=["image", "label"], batch_size=64)
     >>> ds = ds.map(lambda d: (d["image"], d["label"]))  # doctest: +SKIP
     """
-    files = shard_files(pattern, input_context=input_context, shard=shard)
+    opts = PipelineOptions.of(options, pipeline)
+    files = opts.files(pattern)
     schema = read_schema(files[0])
     signature = _columns.output_signature(schema, columns)
     names = list(signature)
@@ -94,14 +92,4 @@ def parquet_dataset(
             url, columns=names, batch_size=_pipeline.GENERATOR_BATCH
         )
 
-    ds = _pipeline.interleave_files(
-        files,
-        batches,
-        signature,
-        cycle_length=cycle_length,
-        deterministic=deterministic,
-    )
-    ds = _pipeline.finish(
-        ds, batch_size=batch_size, drop_remainder=drop_remainder, prefetch=prefetch
-    )
-    return _pipeline.no_autoshard(ds)
+    return _pipeline.dataset_of_batches(files, batches, signature, opts)

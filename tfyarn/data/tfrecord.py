@@ -13,7 +13,7 @@ from typing import Any
 
 from tfyarn.data import _framing, _pipeline
 from tfyarn.data import fs as _fs
-from tfyarn.data.sharding import Shard, shard_files
+from tfyarn.data._pipeline import PipelineOptions
 from tfyarn.errors import HdfsError
 
 
@@ -62,16 +62,11 @@ def read_record_batches(
 def tfrecord_dataset(
     pattern: str | list[str],
     *,
-    input_context: Any = None,
-    shard: Shard | None = None,
-    batch_size: int | None = None,
-    drop_remainder: bool = False,
     compression: str | None = "auto",
-    cycle_length: int | None = None,
-    deterministic: bool = True,
-    prefetch: int | None = None,
     verify_crc: bool = True,
     reader: str = "auto",
+    options: PipelineOptions | None = None,
+    **pipeline: Any,
 ) -> Any:
     """Raw serialized records of this task's share of TFRecord files.
 
@@ -79,30 +74,20 @@ def tfrecord_dataset(
     ----------
     pattern : str or list of str
         ``hdfs://``/``viewfs://`` URL, local path, glob or directory.
-    input_context : tf.distribute.InputContext, optional
-        From ``distribute_datasets_from_function``; picks the file shard.
-        Without it the shard comes from ``TF_CONFIG`` (see ``tfyarn.data.sharding``).
-    shard : Shard, optional
-        An explicit shard (overrides the above); ``Shard(0, 1)`` reads all files.
-    batch_size : int, optional
-        Emit ``tf.string`` vectors of this many records (cheaper than batching
-        later); ``None`` emits scalar records, like ``TFRecordDataset``.
-    drop_remainder : bool
-        Drop the last short batch.
     compression : {"auto", "GZIP", "ZLIB", ""}
         ``auto`` picks by extension (``.gz``, ``.zlib``).
-    cycle_length : int, optional
-        Files read in parallel (default 2 through Python, 4 for native local
-        reads; at most the number of files).
-    deterministic : bool
-        Keep a reproducible order (slightly slower when files differ in speed).
-    prefetch : int, optional
-        Elements to prefetch (default: autotune).
     verify_crc : bool
         Check every record's CRC32C (remote reader).
     reader : {"auto", "python", "native"}
         ``auto`` uses TensorFlow's reader for local files and tfyarn's streaming
         reader for HDFS; ``python`` forces tfyarn's reader everywhere.
+    options : PipelineOptions, optional
+        Sharding, batching and prefetching (``tfyarn.data.PipelineOptions``).
+        Each of its fields may also be given as a keyword, which overrides
+        ``options``: ``input_context=``, ``shard=``, ``batch_size=`` (emit
+        ``tf.string`` vectors of this many records; without it records are
+        scalars, like ``TFRecordDataset``), ``drop_remainder=``,
+        ``cycle_length=``, ``deterministic=``, ``prefetch=``.
 
     Returns
     -------
@@ -117,6 +102,8 @@ def tfrecord_dataset(
         (TensorFlow reports it as an ``UnknownError`` whose message carries it).
     ShardError
         Fewer files than input pipelines.
+    TypeError
+        A keyword that is neither a parameter nor a pipeline option.
 
     Examples
     --------
@@ -128,9 +115,10 @@ def tfrecord_dataset(
     """
     import tensorflow as tf
 
+    opts = PipelineOptions.of(options, pipeline)
     if reader not in ("auto", "python", "native"):
         raise ValueError(f"reader must be 'auto', 'python' or 'native', got {reader!r}")
-    files = shard_files(pattern, input_context=input_context, shard=shard)
+    files = opts.files(pattern)
     remote = any(_fs.is_remote(f) for f in files)
     if reader == "native" and remote:
         raise HdfsError(
@@ -143,18 +131,19 @@ def tfrecord_dataset(
             raise ValueError(
                 f"files mix compressions {sorted(comps)}; pass compression= explicitly"
             )
-        cycle = max(1, min(cycle_length or 4, len(files)))
+        cycle = max(1, min(opts.cycle_length or 4, len(files)))
         ds = tf.data.TFRecordDataset(
             files,
             compression_type=comps.pop(),
             num_parallel_reads=cycle if len(files) > 1 else None,
         )
-        if batch_size is not None:
-            ds = ds.batch(batch_size, drop_remainder=drop_remainder)
-        ds = ds.prefetch(tf.data.AUTOTUNE if prefetch is None else prefetch)
+        if opts.batch_size is not None:
+            ds = ds.batch(opts.batch_size, drop_remainder=opts.drop_remainder)
+        ds = ds.prefetch(tf.data.AUTOTUNE if opts.prefetch is None else opts.prefetch)
         return _pipeline.no_autoshard(ds)
 
     # Hand over batches of the size asked for, so rebatch only mends file ends.
+    batch_size = opts.batch_size
     gen_batch = batch_size if batch_size and batch_size <= 8192 else None
     gen_batch = gen_batch or _pipeline.GENERATOR_BATCH
 
@@ -163,14 +152,5 @@ def tfrecord_dataset(
             url, compression=compression, batch_size=gen_batch, verify=verify_crc
         )
 
-    ds = _pipeline.interleave_files(
-        files,
-        batches,
-        tf.TensorSpec(shape=[None], dtype=tf.string),
-        cycle_length=cycle_length,
-        deterministic=deterministic,
-    )
-    ds = _pipeline.finish(
-        ds, batch_size=batch_size, drop_remainder=drop_remainder, prefetch=prefetch
-    )
-    return _pipeline.no_autoshard(ds)
+    signature = tf.TensorSpec(shape=[None], dtype=tf.string)
+    return _pipeline.dataset_of_batches(files, batches, signature, opts)
