@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 
 import google_crc32c
 
+from tfyarn.errors import TfyarnError
+
 _HEADER = struct.Struct("<QI")
 _FOOTER = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
@@ -26,7 +28,7 @@ COMPRESSIONS = ("", "GZIP", "ZLIB")
 _LENGTH_CRCS: dict[int, int] = {}
 
 
-class CorruptRecordError(ValueError):
+class CorruptRecordError(TfyarnError, ValueError):
     """A TFRecord file's framing or checksum is wrong."""
 
 

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from tfyarn.errors import TfyarnError
+
 T = TypeVar("T")
 
 log = logging.getLogger("tfyarn.data")
@@ -32,7 +34,7 @@ log = logging.getLogger("tfyarn.data")
 MAX_WORKERS = 8
 
 
-class DeadlineError(TimeoutError):
+class DeadlineError(TfyarnError, TimeoutError):
     """A call missed its deadline.
 
     ``stuck``: workers blocked at that moment; ``queued``: the call never
