@@ -59,3 +59,21 @@ def test_with_every_worker_stuck_the_error_says_so(
             fs._call("stat", "hdfs://127.0.0.1:1/y", lambda c: "never runs")
     finally:
         release.set()
+
+
+def test_calls_at_the_same_time_run_in_parallel() -> None:
+    runner = DeadlineRunner(max_workers=4)
+    assert runner.run(lambda: 0, timeout=2) == 0  # one idle worker now
+    barrier = threading.Barrier(4, timeout=5)
+    results: list[int] = []
+
+    def call(i: int) -> None:
+        results.append(runner.run(lambda: barrier.wait() * 0 + i, timeout=5))
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    # All four met at the barrier: each ran on its own worker.
+    assert sorted(results) == [0, 1, 2, 3] and runner.workers == 4

@@ -92,7 +92,8 @@ class DeadlineRunner:
         call: _Call[T] = _Call(fn)
         with self._cond:
             self._queue.append(call)
-            if self._idle == 0 and self._workers < self.max_workers:
+            # Idle workers not yet woken for earlier calls are taken already.
+            if len(self._queue) > self._idle and self._workers < self.max_workers:
                 self._workers += 1
                 threading.Thread(
                     target=self._work, name=f"{self.name}-{self._workers}", daemon=True
