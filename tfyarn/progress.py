@@ -20,6 +20,8 @@ from tfyarn.errors import MasterError
 # At most one call per this many seconds reaches the master; a script may call
 # report_progress every step without slowing down.
 MIN_INTERVAL = 1.0
+# How long one report may wait for the master before the script goes on.
+CALL_TIMEOUT = 2.0
 
 _lock = threading.Lock()
 _state: dict[str, object] = {"client": None, "last": 0.0, "warned": False}
@@ -76,7 +78,7 @@ def report_progress(step: int, **metrics: float) -> None:
         metrics={k: float(v) for k, v in metrics.items()},
     )
     try:
-        client.report_progress(request, timeout=2.0)  # type: ignore[attr-defined]
+        client.report_progress(request, timeout=CALL_TIMEOUT)  # type: ignore[attr-defined]
     except MasterError as exc:
         _warn_once(f"tfyarn.report_progress: the master did not take it: {exc}")
 
