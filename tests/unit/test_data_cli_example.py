@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 
 from tfyarn.cli import main
@@ -60,3 +64,17 @@ def test_errors_are_clean(tmp_path, capsys) -> None:
     assert "does not exist" in capsys.readouterr().err
     assert main(["data", "ls", "hdfs://127.0.0.1:1/x"]) == 1
     assert "cannot reach hdfs://127.0.0.1:1" in capsys.readouterr().err
+
+
+def test_data_commands_print_no_tensorflow_startup_lines(tmp_path) -> None:
+    # A fresh process: TensorFlow's C++ start-up lines appear once per process.
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tfyarn.cli", "data", "make-example",
+         str(tmp_path / "d"), "--shards", "1", "--train", "20", "--test", "10"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "train: 1 shard(s)" in done.stdout
+    assert "cpu_feature_guard" not in done.stderr + done.stdout
+    assert "absl::InitializeLog" not in done.stderr + done.stdout

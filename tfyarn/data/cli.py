@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
+
+# Read when TensorFlow loads (later, inside a command): its C++ INFO start-up
+# lines (cpu_feature_guard, oneDNN) would be most of a data command's output.
+# A user's own setting wins.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 _EPILOG = """\
 examples:

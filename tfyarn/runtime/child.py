@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfyarn.runtime import prelude
+from tfyarn.runtime.noise import is_startup_noise
 
 log = logging.getLogger("tfyarn.runtime")
 
@@ -177,7 +178,9 @@ def _tee_stderr(popen: subprocess.Popen[bytes], tail: collections.deque[str]) ->
     for line in iter(popen.stderr.readline, b""):
         out.write(line)
         out.flush()
-        tail.append(line.decode("utf-8", "replace").rstrip("\n"))
+        text = line.decode("utf-8", "replace").rstrip("\n")
+        if not is_startup_noise(text):  # it stays in the log, not in diagnostics
+            tail.append(text)
 
 
 @functools.cache
