@@ -29,7 +29,11 @@ _LENGTH_CRCS: dict[int, int] = {}
 
 
 class CorruptRecordError(TfyarnError, ValueError):
-    """A TFRecord file's framing or checksum is wrong."""
+    """A TFRecord file's framing or checksum is wrong; ``offset``: at which byte."""
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.offset = offset
 
 
 def masked_crc(data: bytes | memoryview) -> int:
@@ -122,7 +126,9 @@ def split_records(buf: bytes, base: int, verify: bool) -> tuple[list[bytes], int
                 if len(length_crcs) < 65536:
                     length_crcs[length] = expected
             if expected != len_crc:
-                raise CorruptRecordError(f"bad length checksum at byte {base + pos}")
+                raise CorruptRecordError(
+                    f"bad length checksum at byte {base + pos}", base + pos
+                )
         stop = pos + 16 + length
         if stop > end:
             break
@@ -167,7 +173,7 @@ def iter_record_batches(
         pending = records[full:]
     if buf:
         raise CorruptRecordError(
-            f"truncated record at byte {base} ({len(buf)} trailing bytes)"
+            f"truncated record at byte {base} ({len(buf)} trailing bytes)", base
         )
     if pending:
         yield pending

@@ -21,6 +21,11 @@ examples:
 """
 
 
+_BARE = (
+    "a bare path means fs.defaultFS, as in `hdfs dfs` (file:///... is the local disk)"
+)
+
+
 def add_commands(subparsers: Any) -> None:
     """Add ``tfyarn data ...`` to the ``tfyarn`` parser."""
     data = subparsers.add_parser(
@@ -41,7 +46,12 @@ def add_commands(subparsers: Any) -> None:
         "readers never see partial files.",
     )
     p.add_argument("local", help="local file or directory")
-    p.add_argument("remote", help="destination URL, e.g. hdfs:///user/me/data")
+    p.add_argument("remote", help=f"destination, e.g. hdfs:///user/me/data; {_BARE}")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing destination (a directory is replaced whole)",
+    )
     p.set_defaults(func=_put)
 
     p = sub.add_parser(
@@ -50,7 +60,14 @@ def add_commands(subparsers: Any) -> None:
         description="Write the synthetic 8x8 digits data set (learnable, "
         "deterministic, no download) as train-* and test-* shards.",
     )
-    p.add_argument("directory", help="destination, e.g. hdfs:///tmp/tfyarn/digits")
+    p.add_argument(
+        "directory", help=f"destination, e.g. hdfs:///tmp/tfyarn/digits; {_BARE}"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing DIRECTORY whole (old shards gone, never a mix)",
+    )
     p.add_argument("--shards", type=int, default=8, help="files per split (8)")
     p.add_argument("--train", type=int, default=8000, help="training examples")
     p.add_argument("--test", type=int, default=2000, help="test examples")
@@ -64,13 +81,13 @@ def add_commands(subparsers: Any) -> None:
     p.set_defaults(func=_make_example)
 
     p = sub.add_parser("ls", help="list files matching a pattern or in a directory")
-    p.add_argument("pattern", help="URL, directory or glob")
+    p.add_argument("pattern", help=f"URL, directory or glob; {_BARE}")
     p.set_defaults(func=_ls)
 
     p = sub.add_parser(
         "count", help="count (and CRC-check) the records of TFRecord files"
     )
-    p.add_argument("pattern", help="URL, directory or glob of TFRecord files")
+    p.add_argument("pattern", help=f"URL, directory or glob of TFRecord files; {_BARE}")
     p.add_argument(
         "--compression",
         default="auto",
@@ -82,26 +99,32 @@ def add_commands(subparsers: Any) -> None:
 
 
 def _put(args: argparse.Namespace) -> int:
+    from tfyarn.data import fs as _fs
     from tfyarn.data import writers
 
+    remote = _fs.qualify(args.remote)
     try:
-        written = writers.put(args.local, args.remote)
+        written = writers.put(args.local, remote, force=args.force)
     except FileNotFoundError as exc:
+        if isinstance(exc, _fs.HdfsError):
+            raise
         print(f"Error: {exc}", file=sys.stderr)
         return 1
-    total = len(written)
-    print(f"Wrote {total} file(s) to {args.remote}")
+    where = remote if len(written) != 1 else written[0]
+    print(f"Wrote {len(written)} file(s) to {where}")
     return 0
 
 
 def _make_example(args: argparse.Namespace) -> int:
     from tfyarn.data import example
+    from tfyarn.data import fs as _fs
 
     if args.shards < 1:
         print("Error: --shards must be >= 1", file=sys.stderr)
         return 1
     written = example.write_digits(
-        args.directory,
+        _fs.qualify(args.directory),
+        force=args.force,
         shards=args.shards,
         train=args.train,
         test=args.test,
@@ -118,26 +141,28 @@ def _make_example(args: argparse.Namespace) -> int:
 def _ls(args: argparse.Namespace) -> int:
     from tfyarn.data import fs as _fs
 
-    fs = _fs.resolve(args.pattern)
-    if _fs.has_magic(args.pattern):
-        infos = fs.glob(args.pattern)
+    pattern = _fs.qualify(args.pattern)
+    fs = _fs.resolve(pattern)
+    if _fs.has_magic(pattern):
+        infos = fs.glob(pattern)
     else:
-        info = fs.info(args.pattern)
-        infos = fs.ls(args.pattern) if info.is_dir else [info]
+        info = fs.info(pattern)
+        infos = fs.ls(pattern) if info.is_dir else [info]
     for info in infos:
         kind = "d" if info.is_dir else "-"
         print(f"{kind} {info.size:>12d}  {info.url}")
     if not infos:
-        print(f"Error: nothing matches {args.pattern}", file=sys.stderr)
+        print(f"Error: nothing matches {pattern}", file=sys.stderr)
         return 1
     return 0
 
 
 def _count(args: argparse.Namespace) -> int:
+    from tfyarn.data import fs as _fs
     from tfyarn.data import sharding, tfrecord
 
     total = 0
-    for url in sharding.list_files(args.pattern):
+    for url in sharding.list_files(_fs.qualify(args.pattern)):
         n = sum(
             len(b)
             for b in tfrecord.read_record_batches(url, compression=args.compression)

@@ -133,6 +133,7 @@ def write_digits(
     test: int = 2000,
     seed: int = 0,
     fmt: str = "tfrecord",
+    force: bool = False,
 ) -> dict[str, list[str]]:
     """Write the example dataset as ``train-*`` and ``test-*`` shards.
 
@@ -149,6 +150,9 @@ def write_digits(
     fmt : {"tfrecord", "parquet", "both"}
         ``both`` writes TFRecord under ``directory`` and Parquet under
         ``directory/parquet``.
+    force : bool
+        Replace an existing ``directory`` whole (never a mix of old and new
+        shards); without it an existing directory is refused.
 
     Returns
     -------
@@ -160,18 +164,26 @@ def write_digits(
 
     if fmt not in ("tfrecord", "parquet", "both"):
         raise ValueError(f"fmt must be 'tfrecord', 'parquet' or 'both', got {fmt!r}")
-    written: dict[str, list[str]] = {}
-    for split, n, s in (("train", train, seed), ("test", test, seed + 1_000_003)):
-        images, labels = digits(n, seed=s)
-        if fmt in ("tfrecord", "both"):
-            written[split] = writers.write_tfrecord_shards(
-                directory, to_examples(images, labels), shards=shards, prefix=split
-            )
-        if fmt in ("parquet", "both"):
-            target = _fs.join(directory, "parquet") if fmt == "both" else directory
-            written[f"{split}-parquet" if fmt == "both" else split] = (
-                writers.write_parquet_shards(
-                    target, to_table(images, labels), shards=shards, prefix=split
+
+    def fill(tmp: str) -> dict[str, list[str]]:
+        written: dict[str, list[str]] = {}
+        for split, n, s in (("train", train, seed), ("test", test, seed + 1_000_003)):
+            images, labels = digits(n, seed=s)
+            if fmt in ("tfrecord", "both"):
+                written[split] = writers.write_tfrecord_shards(
+                    tmp, to_examples(images, labels), shards=shards, prefix=split
                 )
-            )
-    return written
+            if fmt in ("parquet", "both"):
+                target = _fs.join(tmp, "parquet") if fmt == "both" else tmp
+                written[f"{split}-parquet" if fmt == "both" else split] = (
+                    writers.write_parquet_shards(
+                        target, to_table(images, labels), shards=shards, prefix=split
+                    )
+                )
+        # The shards' names once the set is in place.
+        return {
+            k: [directory.rstrip("/") + u[len(tmp) :] for u in urls]
+            for k, urls in written.items()
+        }
+
+    return writers.replace_tree(directory, fill, force=force)

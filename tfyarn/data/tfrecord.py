@@ -44,6 +44,12 @@ def read_record_batches(
             _framing.decompress(chunks, comp), batch_size=batch_size, verify=verify
         )
     except _framing.CorruptRecordError as exc:
+        if exc.offset == 0:  # not one good record: not TFRecord framing at all
+            raise CorruptTFRecordError(
+                f"{url} is not a TFRecord file ({exc}): its first bytes are not a "
+                "TFRecord header. Is it another format (Parquet, CSV, text), or "
+                "compressed (pass the compression, e.g. --compression GZIP)?"
+            ) from exc
         raise CorruptTFRecordError(
             f"corrupt TFRecord file {url}: {exc}. Rewrite the file, or remove it "
             "from the input pattern."

@@ -8,11 +8,15 @@ Shard names sort in shard order: ``{prefix}-00003-of-00008.tfrecord``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import IO, Any
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from typing import IO, Any, TypeVar
 
 from tfyarn.data import _framing
 from tfyarn.data import fs as _fs
+from tfyarn.data.fs.base import _temp_sibling
+
+T = TypeVar("T")
 
 
 def shard_name(prefix: str, index: int, count: int, suffix: str) -> str:
@@ -139,35 +143,93 @@ def write_parquet_shards(
     return urls
 
 
-def put(local: str, remote: str) -> list[str]:
-    """Copy a local file or directory tree to ``remote``, each file atomically.
+def replace_tree(target: str, fill: Callable[[str], T], *, force: bool = False) -> T:
+    """Write a directory tree whole: ``fill(tmp)`` writes it, then it moves into place.
 
-    A file put to an existing directory (or a URL ending in ``/``) lands inside
-    it under its own name. Returns the URLs written; existing files are replaced.
+    The tree is written under a hidden sibling of ``target`` and renamed to
+    ``target`` only once complete, so a reader sees the old set or the new one,
+    never a mix or a part (with ``force``, ``target`` is missing for the moment
+    between two renames). A failure removes what was written.
+
+    Raises
+    ------
+    PathExistsError
+        ``target`` exists and ``force`` is False.
+    """
+    fs = _fs.resolve(target)
+    target = target.rstrip("/")
+    exists = fs.exists(target)
+    if exists and not force:
+        raise _fs.PathExistsError(
+            f"{target} already exists; add --force to replace it whole "
+            "(its files are deleted once the new ones are complete)"
+        )
+    parent = target.rsplit("/", 1)[0]
+    if parent and parent != target:
+        fs.mkdirs(parent)
+    tmp = _temp_sibling(target)
+    try:
+        fs.mkdirs(tmp)
+        result = fill(tmp)
+        if exists:
+            old = _temp_sibling(target)
+            fs.rename(target, old)
+            fs.rename(tmp, target)
+            fs.delete(old, recursive=True)
+        else:
+            fs.rename(tmp, target)
+    except BaseException:
+        with contextlib.suppress(_fs.HdfsError, OSError):
+            fs.delete(tmp, recursive=True)
+        raise
+    return result
+
+
+def put(local: str, remote: str, *, force: bool = False) -> list[str]:
+    """Copy a local file or directory tree to ``remote``; never a partial result.
+
+    A file lands at ``remote``, or inside it under its own name when ``remote``
+    is an existing directory or ends in ``/`` (like ``hdfs dfs -put``); it is
+    written under a temporary name and renamed into place. A directory's tree
+    becomes ``remote`` itself, written whole (see :func:`replace_tree`). An
+    existing destination is refused unless ``force``, which replaces it.
+
+    Returns the URLs written (with ``remote``'s prefix).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``local`` does not exist.
+    PathExistsError
+        The destination exists and ``force`` is False.
     """
     import os
 
+    if not os.path.exists(local):
+        raise FileNotFoundError(f"{local} does not exist on the local disk")
     fs = _fs.resolve(remote)
     if os.path.isdir(local):
-        written = []
-        for root, dirs, files in os.walk(local):
-            dirs.sort()
-            rel = os.path.relpath(root, local)
-            target = (
-                remote if rel == "." else _fs.join(remote, rel.replace(os.sep, "/"))
-            )
-            fs.mkdirs(target)
-            for name in sorted(files):
-                url = _fs.join(target, name)
-                fs.put_file(os.path.join(root, name), url)
-                written.append(url)
-        return written
-    if not os.path.exists(local):
-        raise FileNotFoundError(f"{local} does not exist")
+
+        def copy_tree(tmp: str) -> list[str]:
+            written = []
+            for root, dirs, files in os.walk(local):
+                dirs.sort()
+                rel = os.path.relpath(root, local).replace(os.sep, "/")
+                if rel != ".":
+                    fs.mkdirs(_fs.join(tmp, rel))
+                for name in sorted(files):
+                    path = name if rel == "." else f"{rel}/{name}"
+                    fs.put_file(os.path.join(root, name), _fs.join(tmp, path))
+                    written.append(_fs.join(remote, path))
+            return written
+
+        return replace_tree(remote, copy_tree, force=force)
     # Like `hdfs dfs -put`: into an existing directory (or one named with a
     # trailing slash), keeping the file's name.
     if remote.endswith("/") or (fs.exists(remote) and fs.info(remote).is_dir):
         remote = _fs.join(remote, os.path.basename(local))
+    if not force and fs.exists(remote):
+        raise _fs.PathExistsError(f"{remote} already exists; add --force to replace it")
     parent = remote.rstrip("/").rsplit("/", 1)[0]
     if parent and parent != remote:
         fs.mkdirs(parent)

@@ -27,17 +27,21 @@ from tfyarn.data.fs.base import READ_CHUNK, FileInfo, FileSystem
 from tfyarn.data.fs.errors import (
     HdfsPermissionError,
     NameNodeUnreachableError,
+    PathExistsError,
     PathNotFoundError,
+    QuotaExceededError,
 )
 from tfyarn.data.fs.errors import mapped_error as _mapped_error
 from tfyarn.data.fs.hdfs import DEFAULT_TIMEOUT, HdfsFileSystem
 from tfyarn.data.fs.local import LocalFileSystem
 from tfyarn.data.fs.locate import (
     HDFS_SCHEMES,
+    default_fs,
     has_magic,
     is_remote,
     join,
     matches,
+    qualify,
     resolve,
 )
 from tfyarn.errors import HdfsError
@@ -53,10 +57,14 @@ __all__ = [
     "HdfsPermissionError",
     "LocalFileSystem",
     "NameNodeUnreachableError",
+    "PathExistsError",
     "PathNotFoundError",
+    "QuotaExceededError",
+    "default_fs",
     "has_magic",
     "is_remote",
     "join",
     "matches",
+    "qualify",
     "resolve",
 ]

@@ -20,6 +20,14 @@ class NameNodeUnreachableError(HdfsError, ConnectionError):
     """The NameNode did not answer (refused, unreachable or timed out)."""
 
 
+class PathExistsError(HdfsError, FileExistsError):
+    """The destination exists and replacing it was not asked for."""
+
+
+class QuotaExceededError(HdfsError):
+    """A directory's HDFS space or name quota is used up."""
+
+
 _CONNECT_WORDS = (
     "connection refused",
     "connection reset",
@@ -65,7 +73,16 @@ def mapped_error(
             "Ask the owner to grant access (hdfs dfs -chmod/-chown/-setfacl) "
             "or run as a user who has it (HADOOP_USER_NAME without Kerberos)."
         )
+    elif "quotaexceeded" in low:
+        cls = QuotaExceededError
+        kind = "name (file count)" if "nsquota" in low else "space"
+        msg = (
+            f"the HDFS {kind} quota is used up: {op} of {url} was refused ({text}). "
+            "Free room under that directory, write elsewhere, or ask an HDFS "
+            "administrator for more (hdfs dfs -count -q -h DIR shows the quota)."
+        )
     elif isinstance(exc, FileExistsError) or "already exists" in low:
+        cls = PathExistsError
         msg = f"{url} already exists ({op}): {text}"
     elif isinstance(exc, ConnectionError) or any(w in low for w in _CONNECT_WORDS):
         cls = NameNodeUnreachableError

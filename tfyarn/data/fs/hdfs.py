@@ -33,6 +33,11 @@ _CLIENT_DEFAULTS = {
 }
 
 
+# hdfs-native raises NameNode refusals (quota, lease, safe mode) as
+# RuntimeError("RPCError(...)"), I/O failures as OSError.
+_CLIENT_ERRORS = (OSError, RuntimeError)
+
+
 class HdfsFileSystem(FileSystem):
     """An HDFS (or ViewFS) namespace reached through hdfs-native.
 
@@ -155,7 +160,7 @@ class HdfsFileSystem(FileSystem):
                     parts, size, target = [], 0, chunk_size
             if parts:
                 yield b"".join(parts)
-        except OSError as exc:
+        except _CLIENT_ERRORS as exc:
             raise mapped_error("read", url, exc, namenode=self.prefix) from exc
 
     def open_input(self, url: str) -> IO[bytes]:
@@ -237,7 +242,7 @@ class _HdfsReader(io.RawIOBase):
             return 0
         try:
             data = self._inner.read_range(self._pos, n)
-        except OSError as exc:
+        except _CLIENT_ERRORS as exc:
             raise mapped_error("read", self._url, exc, self._namenode) from exc
         buffer[: len(data)] = data
         self._pos += len(data)
@@ -264,7 +269,7 @@ class _HdfsWriter(io.RawIOBase):
     def write(self, data: Any) -> int:
         try:
             n = int(self._inner.write(bytes(data)))
-        except OSError as exc:
+        except _CLIENT_ERRORS as exc:
             raise mapped_error("write", self._url, exc, self._namenode) from exc
         self._pos += n
         return n
@@ -274,7 +279,7 @@ class _HdfsWriter(io.RawIOBase):
             return
         try:
             self._inner.close()
-        except OSError as exc:
+        except _CLIENT_ERRORS as exc:
             raise mapped_error("close", self._url, exc, self._namenode) from exc
         finally:
             super().close()

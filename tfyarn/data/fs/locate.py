@@ -7,6 +7,7 @@ import glob as _glob
 import os
 import threading
 from urllib.parse import urlparse
+from xml.etree import ElementTree
 
 from tfyarn.data.fs.base import FileSystem
 from tfyarn.data.fs.hdfs import HDFS_SCHEMES, HdfsFileSystem
@@ -62,6 +63,60 @@ def resolve(url: str) -> FileSystem:
         if fs is None:
             fs = _FS_CACHE[key] = HdfsFileSystem(scheme, parsed.netloc)
         return fs
+
+
+def qualify(path: str, *, user: str | None = None) -> str:
+    """A full URL for a path typed on the command line, the way ``hdfs dfs`` reads it.
+
+    A URL with a scheme is kept; a bare path means ``fs.defaultFS`` (absolute,
+    or relative to ``/user/<user>``). The local disk is ``file:///...``.
+
+    Raises
+    ------
+    HdfsError
+        A bare path with no Hadoop configuration to say what it means.
+
+    Examples
+    --------
+    >>> qualify("file:///tmp/x")
+    'file:///tmp/x'
+    >>> qualify("/tmp/x")  # doctest: +SKIP
+    'hdfs://127.0.0.1:8020/tmp/x'
+    """
+    if urlparse(path).scheme:
+        return path
+    default = default_fs()
+    if default is None:
+        raise HdfsError(
+            f"{path!r} is a bare path, which means the default filesystem "
+            "(fs.defaultFS, as in `hdfs dfs`), but no Hadoop configuration was found: "
+            "set HADOOP_CONF_DIR or start the local cluster, or write "
+            f"file://{os.path.abspath(path)} for the local disk"
+        )
+    if not path.startswith("/"):
+        from tfyarn.data.fs.errors import _local_user
+
+        who = user or os.environ.get("HADOOP_USER_NAME") or _local_user()
+        path = f"/user/{who}/{path}"
+    return default.rstrip("/") + path
+
+
+def default_fs() -> str | None:
+    """``fs.defaultFS`` of ``$HADOOP_CONF_DIR`` (or of the running local cluster)."""
+    from tfyarn.data.fs.hdfs import _config_dir
+
+    directory = os.environ.get("HADOOP_CONF_DIR") or _config_dir()
+    if not directory:
+        return None
+    try:
+        root = ElementTree.parse(os.path.join(directory, "core-site.xml")).getroot()
+    except (OSError, ElementTree.ParseError):
+        return None
+    for prop in root.iter("property"):
+        if prop.findtext("name") == "fs.defaultFS":
+            value = (prop.findtext("value") or "").strip()
+            return value or None
+    return None
 
 
 def join(base: str, *parts: str) -> str:
