@@ -115,9 +115,9 @@ def under_tfyarn(yarn: Any, mode: str, steps: int, warmup: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=2, help="runs per layout and way")
-    parser.add_argument("--steps", type=int, default=300, help="timed steps per run")
-    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per layout and way")
+    parser.add_argument("--steps", type=int, default=2000, help="timed steps per run")
+    parser.add_argument("--warmup", type=int, default=100)
     args = parser.parse_args()
     results: dict[str, Any] = {}
     with tfyarn.connect() as yarn:
