@@ -15,10 +15,12 @@ from typing import Any
 TIMEOUT_S = 5.0
 
 
-def get_json(port: int, path: str, *, timeout: float = TIMEOUT_S) -> Any | None:
-    """GET ``http://127.0.0.1:port/path`` as JSON; None if it does not answer."""
+def get_json(
+    port: int, path: str, *, timeout: float = TIMEOUT_S, host: str = "127.0.0.1"
+) -> Any | None:
+    """GET ``http://host:port/path`` as JSON; None if it does not answer."""
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", headers={"Accept": "application/json"}
+        f"http://{host}:{port}{path}", headers={"Accept": "application/json"}
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -39,8 +41,12 @@ class HdfsHealth:
         return not self.safe_mode and self.live_datanodes > 0
 
 
-def hdfs_health(namenode_http: int) -> HdfsHealth | None:
-    data = get_json(namenode_http, "/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")
+def hdfs_health(namenode_http: int, host: str = "127.0.0.1") -> HdfsHealth | None:
+    data = get_json(
+        namenode_http,
+        "/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo",
+        host=host,
+    )
     beans = (data or {}).get("beans") or []
     if not beans:
         return None
@@ -67,6 +73,11 @@ class NodeReport:
     used_memory_mb: int
     used_vcores: int
     health: str
+    labels: tuple[str, ...] = ()
+
+    @property
+    def host(self) -> str:
+        return self.node_id.rsplit(":", 1)[0]
 
 
 def _gpus(resource: dict[str, Any]) -> int:
@@ -77,9 +88,13 @@ def _gpus(resource: dict[str, Any]) -> int:
     return 0
 
 
-def yarn_nodes(rm_web: int) -> list[NodeReport] | None:
+def yarn_nodes(rm_web: int, host: str = "127.0.0.1") -> list[NodeReport] | None:
     """Every node the ResourceManager knows; None if the RM does not answer."""
-    data = get_json(rm_web, "/ws/v1/cluster/nodes?states=NEW,RUNNING,UNHEALTHY,LOST")
+    data = get_json(
+        rm_web,
+        "/ws/v1/cluster/nodes?states=NEW,RUNNING,UNHEALTHY,LOST,SHUTDOWN",
+        host=host,
+    )
     if data is None:
         return None
     nodes = ((data.get("nodes") or {}) or {}).get("node") or []
@@ -97,6 +112,7 @@ def yarn_nodes(rm_web: int) -> list[NodeReport] | None:
                 used_memory_mb=int(used.get("memory") or 0),
                 used_vcores=int(used.get("vCores") or 0),
                 health=str(node.get("healthReport") or ""),
+                labels=tuple(node.get("nodeLabels") or ()),
             )
         )
     return reports

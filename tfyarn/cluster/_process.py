@@ -115,12 +115,17 @@ def java_command(
 
 
 def spawn(
-    daemon: Daemon, command: Sequence[str], *, base_dir: Path, env: Mapping[str, str]
+    daemon: Daemon,
+    command: Sequence[str],
+    *,
+    base_dir: Path,
+    env: Mapping[str, str],
+    key: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a daemon detached from our session, and record its pid."""
-    out = out_file(base_dir, daemon.name)
+    out = out_file(base_dir, key or daemon.name)
     out.parent.mkdir(parents=True, exist_ok=True)
-    pid_path = pid_file(base_dir, daemon.name)
+    pid_path = pid_file(base_dir, key or daemon.name)
     pid_path.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "wb") as stream:
         # A new session: Ctrl-C in the starting shell must not kill the cluster.
@@ -161,10 +166,11 @@ def is_ours(pid: int, base_dir: Path, main_class: str | None = None) -> bool:
     return main_class is None or main_class in cmd
 
 
-def running_pid(base_dir: Path, daemon: Daemon) -> int | None:
-    """The daemon's pid if it is running, else None."""
+def running_pid(base_dir: Path, daemon: Daemon, key: str | None = None) -> int | None:
+    """The daemon's pid if it is running, else None. ``key`` names its pid file
+    when it is not the daemon's name (a host's ``nodemanager-node2``)."""
     try:
-        pid = int(pid_file(base_dir, daemon.name).read_text().strip())
+        pid = int(pid_file(base_dir, key or daemon.name).read_text().strip())
     except (OSError, ValueError):
         return None
     return pid if is_ours(pid, base_dir, daemon.main_class) else None
@@ -286,14 +292,16 @@ def port_owner(port: int) -> str:
     return "another process"
 
 
-def check_ports_free(daemon: Daemon, ports: Mapping[str, int]) -> None:
+def check_ports_free(
+    daemon: Daemon, ports: Mapping[str, int], host: str = "127.0.0.1"
+) -> None:
     """Raise a ClusterError naming the first of the daemon's ports already taken."""
     for name in daemon.ports:
         port = ports[name]
-        if port_in_use(port):
+        if port_in_use(port, host):
             raise ClusterError(
                 f"cannot start the {daemon.title}: port {port} ({PORTS[name][2]}, "
-                f"'{name}') on 127.0.0.1 is already in use by {port_owner(port)}. "
+                f"'{name}') on {host} is already in use by {port_owner(port)}. "
                 "Stop that process, or start the cluster on other ports with "
                 f"`tfyarn cluster start --port-offset 1000` or `--port {name}=PORT` "
                 "(a cluster that already exists needs `tfyarn cluster stop` first)."

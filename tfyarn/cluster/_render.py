@@ -51,10 +51,23 @@ def render_text(text: str, values: Mapping[str, object], *, source: str = "") ->
 
 
 def template_values(
-    settings: ClusterSettings, *, base_dir: Path, lib_dir: Path
+    settings: ClusterSettings,
+    *,
+    base_dir: Path,
+    lib_dir: Path,
+    master_address: str = "127.0.0.1",
+    node_host: str = "127.0.0.1",
+    node_address: str = "127.0.0.1",
+    node_dir: Path | None = None,
 ) -> dict[str, object]:
+    """Placeholder values; the defaults are the single node on loopback, a host
+    of a multi-host cluster passes its own name, address and directory."""
     values: dict[str, object] = {
         "base_dir": base_dir,
+        "node_dir": node_dir or base_dir,
+        "master_address": master_address,
+        "node_host": node_host,
+        "node_address": node_address,
         "conf_dir": base_dir / "conf",
         "lib_dir": lib_dir,
         "user": getpass.getuser(),
@@ -69,11 +82,24 @@ def template_values(
     return values
 
 
-def write_config(settings: ClusterSettings, *, base_dir: Path, lib_dir: Path) -> Path:
-    """Render every template into ``<base_dir>/conf``; returns that directory."""
-    conf = base_dir / "conf"
+def write_config(
+    settings: ClusterSettings,
+    *,
+    base_dir: Path,
+    lib_dir: Path,
+    conf: Path | None = None,
+    **where: object,
+) -> Path:
+    """Render every template into ``conf`` (default ``<base_dir>/conf``); ``where``
+    are ``template_values``' host keywords. Returns the directory."""
+    conf = conf or base_dir / "conf"
     conf.mkdir(parents=True, exist_ok=True)
-    values = template_values(settings, base_dir=base_dir, lib_dir=lib_dir)
+    values = template_values(
+        settings,
+        base_dir=base_dir,
+        lib_dir=lib_dir,
+        **where,  # type: ignore[arg-type]
+    )
     for name in TEMPLATES:
         source = template_dir() / name
         (conf / name).write_text(render_text(source.read_text(), values, source=name))

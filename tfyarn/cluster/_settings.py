@@ -55,8 +55,14 @@ class ClusterSettings:
 
     Parameters
     ----------
+    nodes : int
+        0 (the default): one NodeManager and DataNode on loopback in the root
+        namespace. N >= 1: N hosts, each a network namespace with its own
+        address and host name running a NodeManager and a DataNode with a plain
+        environment (no client virtualenv on PATH); the master daemons bind the
+        cluster's bridge address. Needs root and ``ip``.
     memory_mb : int
-        Memory the NodeManager offers to containers, in MiB.
+        Memory each NodeManager offers to containers, in MiB.
     vcores : int
         Virtual cores the NodeManager offers.
     gpus : int
@@ -74,6 +80,7 @@ class ClusterSettings:
         Share of the node application masters may hold together.
     """
 
+    nodes: int = 0
     memory_mb: int = 16384
     vcores: int = 16
     gpus: int = 0
@@ -92,6 +99,10 @@ class ClusterSettings:
             raise ClusterError(
                 f"memory_mb={self.memory_mb} is too small for any job: give the "
                 "NodeManager at least 1024 MiB"
+            )
+        if not isinstance(self.nodes, int) or not 0 <= self.nodes <= 200:
+            raise ClusterError(
+                f"nodes must be 0 (one node on loopback) to 200, got {self.nodes!r}"
             )
         if not isinstance(self.gpus, int) or self.gpus < 0:
             raise ClusterError(f"gpus must be 0 or more, got {self.gpus!r}")
@@ -127,6 +138,10 @@ class ClusterSettings:
         data = dataclasses.asdict(self)
         data["ports"] = dict(self.ports)
         return data
+
+    @property
+    def multihost(self) -> bool:
+        return self.nodes > 0
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ClusterSettings:

@@ -62,7 +62,17 @@ def add_commands(subparsers: Any) -> None:
     )
     common(start)
     start.add_argument(
-        "--memory", type=parse_memory, help="memory the NodeManager offers (16g)"
+        "--nodes",
+        type=int,
+        help="N worker hosts, each a NodeManager and a DataNode in its own network "
+        "namespace with its own address and host name, started with a plain "
+        "environment (no client virtualenv on PATH); needs root and `ip`. "
+        "0 (default): one node on loopback",
+    )
+    start.add_argument(
+        "--memory",
+        type=parse_memory,
+        help="memory each NodeManager offers (16g)",
     )
     start.add_argument("--vcores", type=int, help="vcores the NodeManager offers (16)")
     start.add_argument(
@@ -104,6 +114,21 @@ def add_commands(subparsers: Any) -> None:
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(func=_status)
 
+    node = commands.add_parser(
+        "node",
+        help="crash, restart, partition or heal one host of a multi-host cluster",
+        description=(
+            "stop: SIGKILL the host's NodeManager, DataNode and containers, as a "
+            "crashed host's. start: start its daemons again and wait until its "
+            "NodeManager is RUNNING. partition: cut the host's link (its processes "
+            "keep running). heal: reconnect it."
+        ),
+    )
+    common(node)
+    node.add_argument("action", choices=["stop", "start", "partition", "heal"])
+    node.add_argument("name", help="node1, node2, ... (or its host name)")
+    node.set_defaults(func=_node)
+
     env = commands.add_parser(
         "env",
         help='shell exports for the cluster: eval "$(tfyarn cluster env)"',
@@ -123,6 +148,7 @@ def _requested_settings(
     ports = dict(base.ports)
     ports.update(dict(args.port or []))
     return base.replace(
+        nodes=args.nodes,
         memory_mb=args.memory,
         vcores=args.vcores,
         gpus=args.gpus,
@@ -181,11 +207,29 @@ def _status_dict(status: ClusterStatus) -> dict[str, Any]:
             {"name": d.name, "pid": d.pid, "ports": d.ports, "log": str(d.log)}
             for d in status.daemons
         ],
-        "nodes": [vars(n) for n in status.nodes or []],
+        "nodes": [{**vars(h), "labels": list(h.labels)} for h in status.hosts],
+        "yarn_nodes": [
+            {**vars(n), "labels": list(n.labels)} for n in status.nodes or []
+        ],
         "hdfs": vars(status.hdfs) if status.hdfs else None,
         "web_uis": status.web_uis,
         "settings": status.settings.to_dict(),
     }
+
+
+def _node(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(args.base_dir)
+    if args.action == "stop":
+        killed = cluster.node_stop(args.name, log=_log)
+        print(f"Crashed {args.name}: killed {len(killed)} process(es).")
+    elif args.action == "start":
+        cluster.node_start(args.name, log=_log)
+        print(f"Started {args.name}; its NodeManager is RUNNING.")
+    else:
+        host = cluster.node_partition(args.name, heal=args.action == "heal")
+        what = "reconnected" if args.action == "heal" else "cut off the network"
+        print(f"{host.name} ({host.host}, {host.address}) is {what}.")
+    return 0
 
 
 def _env(args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""A real YARN + HDFS cluster on this machine: four JVMs on loopback."""
+"""A real YARN + HDFS cluster on this machine: four JVMs on loopback, or a
+NameNode and ResourceManager on a bridge with hosts in network namespaces."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tfyarn.cluster import _hadoop, _probe, _process, _render
-from tfyarn.cluster._process import DAEMONS, Daemon
+from tfyarn.cluster import _hadoop, _netns, _probe, _process, _render
+from tfyarn.cluster._process import DAEMONS, DAEMONS_BY_NAME, Daemon
 from tfyarn.cluster._settings import (
     ClusterSettings,
     default_base_dir,
@@ -36,6 +37,56 @@ def _quiet(_: str) -> None:
     pass
 
 
+# A host's plain environment: what a node of a real cluster has, plus the
+# cluster's own yarn/hdfs commands; never the client's virtualenv.
+PLAIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+NODE_WAIT_S = 120.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """One daemon process of the cluster: ``key`` names its pid and log files
+    (``namenode``, or ``nodemanager-node2`` on a host of a multi-host cluster)."""
+
+    key: str
+    daemon: Daemon
+    host: _netns.Host | None = None
+
+
+def instances(
+    settings: ClusterSettings, layout: _netns.Layout | None
+) -> list[Instance]:
+    """Every daemon of a cluster, in start order."""
+    if not settings.multihost or layout is None:
+        return [Instance(d.name, d) for d in DAEMONS]
+    found = [
+        Instance("namenode", DAEMONS_BY_NAME["namenode"]),
+        Instance("resourcemanager", DAEMONS_BY_NAME["resourcemanager"]),
+    ]
+    for h in layout.hosts:
+        for name in ("datanode", "nodemanager"):
+            found.append(Instance(f"{name}-{h.name}", DAEMONS_BY_NAME[name], h))
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class HostStatus:
+    """One worker host as ``tfyarn cluster status`` lists it."""
+
+    name: str
+    host: str
+    address: str
+    netns: str | None
+    partitioned: bool
+    nodemanager_pid: int | None
+    datanode_pid: int | None
+    state: str  # the NodeManager's state in the ResourceManager, or "" if unknown
+    memory_mb: int
+    vcores: int
+    gpus: int
+    labels: tuple[str, ...]
+
+
 @dataclasses.dataclass(frozen=True)
 class DaemonStatus:
     """One daemon: its pid (None when not running), ports and log file."""
@@ -45,6 +96,7 @@ class DaemonStatus:
     pid: int | None
     ports: dict[str, int]
     log: Path
+    host: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +115,7 @@ class ClusterStatus:
     hdfs: _probe.HdfsHealth | None
     web_uis: dict[str, str]
     already_running: bool = False
+    hosts: list[HostStatus] = dataclasses.field(default_factory=list)
 
     @property
     def running(self) -> bool:
@@ -74,7 +127,16 @@ class ClusterStatus:
         for d in self.daemons:
             ports = ", ".join(f"{p}" for p in d.ports.values())
             pid = f"pid {d.pid}" if d.pid else "not running"
-            lines.append(f"  {d.title:<16} {pid:<14} ports {ports}")
+            where = f" on {d.host}" if getattr(d, "host", None) else ""
+            lines.append(f"  {d.title:<16} {pid:<14} ports {ports}{where}")
+        for h in self.hosts:
+            cut = " PARTITIONED" if h.partitioned else ""
+            labels = ",".join(h.labels) or "-"
+            lines.append(
+                f"  host {h.name:<6} {h.host} {h.address} netns {h.netns or '-'}: "
+                f"NodeManager {h.state or 'unknown'}{cut}, {h.memory_mb} MiB, "
+                f"{h.vcores} vcores, {h.gpus} GPUs, labels {labels}"
+            )
         if self.nodes:
             for node in self.nodes:
                 lines.append(
@@ -155,9 +217,23 @@ class LocalCluster:
 
     # -- state -------------------------------------------------------------
 
+    def layout(self) -> _netns.Layout | None:
+        """The hosts a multi-host start made (None for loopback or never started)."""
+        return _netns.load_layout(self.base_dir)
+
+    def instances(self) -> list[Instance]:
+        return instances(self.settings(), self.layout())
+
     def pids(self) -> dict[str, int | None]:
-        """Each daemon's pid, None for one not running."""
-        return {d.name: _process.running_pid(self.base_dir, d) for d in DAEMONS}
+        """Each daemon's pid by key, None for one not running."""
+        return {
+            i.key: _process.running_pid(self.base_dir, i.daemon, i.key)
+            for i in self.instances()
+        }
+
+    def master_address(self) -> str:
+        lay = self.layout()
+        return lay.master_address if lay and self.settings().multihost else "127.0.0.1"
 
     def is_running(self) -> bool:
         """Whether all four daemons run (not whether they are ready)."""
@@ -173,20 +249,31 @@ class LocalCluster:
         settings = self.settings()
         ports = settings.resolved_ports()
         pids = self.pids()
+        found = self.instances()
         daemons = [
             DaemonStatus(
-                name=d.name,
-                title=d.title,
-                pid=pids[d.name],
-                ports={p: ports[p] for p in d.ports},
-                log=_process.log_file(self.base_dir, d.name),
+                name=i.key,
+                title=i.daemon.title + (f" {i.host.name}" if i.host else ""),
+                pid=pids[i.key],
+                ports={p: ports[p] for p in i.daemon.ports},
+                log=_process.log_file(self.base_dir, i.key),
+                host=i.host.host if i.host else None,
             )
-            for d in DAEMONS
+            for i in found
         ]
         up = sum(pid is not None for pid in pids.values())
-        state = "running" if up == len(DAEMONS) else "stopped" if up == 0 else "partial"
-        nodes = _probe.yarn_nodes(ports["rm_web"]) if pids["resourcemanager"] else None
-        hdfs = _probe.hdfs_health(ports["namenode_http"]) if pids["namenode"] else None
+        state = "running" if up == len(found) else "stopped" if up == 0 else "partial"
+        master = self.master_address()
+        nodes = (
+            _probe.yarn_nodes(ports["rm_web"], master)
+            if pids["resourcemanager"]
+            else None
+        )
+        hdfs = (
+            _probe.hdfs_health(ports["namenode_http"], master)
+            if pids["namenode"]
+            else None
+        )
         return ClusterStatus(
             base_dir=self.base_dir,
             state=state,
@@ -195,16 +282,67 @@ class LocalCluster:
             nodes=nodes,
             hdfs=hdfs,
             web_uis=self.web_uis(settings),
+            hosts=self._host_statuses(settings, pids, nodes),
         )
 
+    def _host_statuses(
+        self,
+        settings: ClusterSettings,
+        pids: dict[str, int | None],
+        nodes: list[_probe.NodeReport] | None,
+    ) -> list[HostStatus]:
+        by_host = {n.host: n for n in nodes or []}
+        lay = self.layout()
+        if not settings.multihost or lay is None:
+            hosts = [(("local", "127.0.0.1", "127.0.0.1", None), "", False)]
+        else:
+            hosts = [
+                (
+                    (h.name, h.host, h.address, h.netns),
+                    f"-{h.name}",
+                    _netns.is_partitioned(h),
+                )
+                for h in lay.hosts
+            ]
+        out = []
+        for (name, host, address, netns), suffix, cut in hosts:
+            report = by_host.get(host) or by_host.get(address)
+            if report is None and not settings.multihost and len(by_host) == 1:
+                report = next(iter(by_host.values()))
+            out.append(
+                HostStatus(
+                    name=name,
+                    host=host,
+                    address=address,
+                    netns=netns,
+                    partitioned=cut,
+                    nodemanager_pid=pids.get("nodemanager" + suffix),
+                    datanode_pid=pids.get("datanode" + suffix),
+                    state=report.state if report else "",
+                    memory_mb=report.memory_mb if report else 0,
+                    vcores=report.vcores if report else 0,
+                    gpus=report.gpus if report else 0,
+                    labels=report.labels if report else (),
+                )
+            )
+        return out
+
     def web_uis(self, settings: ClusterSettings | None = None) -> dict[str, str]:
-        ports = (settings or self.settings()).resolved_ports()
-        return {
-            "ResourceManager": f"http://127.0.0.1:{ports['rm_web']}",
-            "NameNode": f"http://127.0.0.1:{ports['namenode_http']}",
-            "NodeManager": f"http://127.0.0.1:{ports['nm_web']}",
-            "DataNode": f"http://127.0.0.1:{ports['datanode_http']}",
+        settings = settings or self.settings()
+        ports = settings.resolved_ports()
+        master = self.master_address()
+        uis = {
+            "ResourceManager": f"http://{master}:{ports['rm_web']}",
+            "NameNode": f"http://{master}:{ports['namenode_http']}",
         }
+        lay = self.layout()
+        if settings.multihost and lay is not None:
+            for h in lay.hosts:
+                uis[f"NodeManager {h.name}"] = f"http://{h.address}:{ports['nm_web']}"
+        else:
+            uis["NodeManager"] = f"http://127.0.0.1:{ports['nm_web']}"
+            uis["DataNode"] = f"http://127.0.0.1:{ports['datanode_http']}"
+        return uis
 
     def env_vars(self) -> dict[str, str]:
         """Environment that points Hadoop clients (and skein) at this cluster.
@@ -299,7 +437,7 @@ class LocalCluster:
     ) -> ClusterStatus:
         saved = load_settings(self.base_dir)
         settings = requested or saved or ClusterSettings()
-        pids = self.pids()
+        pids = self.pids() if saved is not None else {}
         running = [name for name, pid in pids.items() if pid is not None]
         if running and saved is not None and settings != saved:
             raise ClusterError(
@@ -307,9 +445,11 @@ class LocalCluster:
                 f"settings ({_describe(saved)}) than asked for ({_describe(settings)}). "
                 "Run `tfyarn cluster stop` first to change them."
             )
-        if len(running) == len(DAEMONS):
+        if pids and len(running) == len(pids):
             self._wait_ready(settings, {}, timeout=timeout, log=_quiet)
             return dataclasses.replace(self.status(), already_running=True)
+        if settings.multihost:
+            _netns.check_can_make_hosts()  # before anything is made
 
         self._check_path()
         self._check_disk()
@@ -318,48 +458,157 @@ class LocalCluster:
         lib_dir = _hadoop.fetch_hadoop(log=log)
         for sub in ("logs", "run", "data", "tmp"):
             (self.base_dir / sub).mkdir(parents=True, exist_ok=True)
-        if not running:  # never rewrite the config under a live daemon
-            _render.write_config(settings, base_dir=self.base_dir, lib_dir=lib_dir)
-            _render.write_wrappers(
-                base_dir=self.base_dir,
-                java_home=java_home,
-                lib_dir=lib_dir,
-                module_flags=module_flags,
-            )
-            save_settings(self.base_dir, settings)
 
-        ports = settings.resolved_ports()
+        made_hosts = False
         started: dict[str, subprocess.Popen[bytes]] = {}
-        to_start = [d for d in DAEMONS if pids[d.name] is None]
-        for daemon in to_start:  # all before any JVM starts: fail fast, leave nothing
-            _process.check_ports_free(daemon, ports)
         try:
+            lay = None
+            if settings.multihost:
+                lay = self.layout() if running else None
+                if lay is None:
+                    if running:  # a previous start's daemons but no record of hosts
+                        raise ClusterError(
+                            f"daemons of the cluster in {self.base_dir} run but its "
+                            "hosts are unknown; run `tfyarn cluster stop` first"
+                        )
+                    lay = self._make_hosts(settings, log)
+                    made_hosts = True
+            if not running:  # never rewrite the config under a live daemon
+                self._write_config(settings, lay, lib_dir)
+                _render.write_wrappers(
+                    base_dir=self.base_dir,
+                    java_home=java_home,
+                    lib_dir=lib_dir,
+                    module_flags=module_flags,
+                )
+                save_settings(self.base_dir, settings)
+
+            ports = settings.resolved_ports()
+            master = lay.master_address if lay else "127.0.0.1"
+            all_instances = instances(settings, lay)
+            pids = self.pids()
+            to_start = [i for i in all_instances if pids[i.key] is None]
+            for inst in to_start:  # all before any JVM starts: fail fast
+                if inst.host is None:
+                    _process.check_ports_free(inst.daemon, ports, master)
             if pids["namenode"] is None:
                 self._format_if_needed(java_home, module_flags, log)
-            env = self._daemon_env(java_home, module_flags)
-            for daemon in to_start:
-                command = _process.java_command(
-                    daemon.main_class,
-                    java_home=java_home,
-                    base_dir=self.base_dir,
-                    classpath=_hadoop.daemon_classpath(self.conf_dir),
-                    heap=daemon.heap,
-                    module_flags=module_flags,
-                    log_name=daemon.name,
-                )
-                log(f"Starting {daemon.title} ...")
-                self._log_offsets[daemon.name] = _process.log_size(
-                    _process.log_file(self.base_dir, daemon.name)
-                )
-                started[daemon.name] = _process.spawn(
-                    daemon, command, base_dir=self.base_dir, env=env
-                )
+            for inst in to_start:
+                started[inst.key] = self._spawn(inst, java_home, module_flags, log)
             self._wait_ready(settings, started, timeout=timeout, log=log)
         except BaseException:
-            # Leave no half-started cluster behind.
+            # Leave no half-started cluster behind: daemons, then the hosts.
             _process.terminate([p.pid for p in started.values()], grace=10)
+            if made_hosts:
+                self._remove_hosts(log=_quiet)
             raise
         return self.status()
+
+    def _make_hosts(self, settings: ClusterSettings, log: Log) -> _netns.Layout:
+        cid = _netns.cluster_id(self.base_dir)
+        subnet = _netns.pick_subnet(cid, _netns.taken_networks())
+        lay = _netns.layout(self.base_dir, settings.nodes, subnet)
+        log(
+            f"Making {settings.nodes} host(s) on bridge {lay.bridge} ({lay.subnet}), "
+            f"namespaces {lay.hosts[0].netns}..."
+        )
+        # Recorded first: a start that fails half-way still knows what to remove.
+        _netns.save_layout(self.base_dir, lay)
+        _netns.create(lay)
+        _netns.add_hosts(self.base_dir, lay)
+        return lay
+
+    def _remove_hosts(self, *, log: Log) -> None:
+        lay = self.layout()
+        if lay is not None:
+            for h in lay.hosts:  # anything left running inside a host dies with it
+                _process.terminate(_netns.netns_pids(h.netns), grace=2)
+            removed = _netns.destroy(lay)
+            if removed:
+                log(f"Removed {', '.join(removed)}.")
+        if _netns.remove_hosts(self.base_dir):
+            log(f"Removed this cluster's block from {_netns.HOSTS_FILE}.")
+        _netns.forget_layout(self.base_dir)
+
+    def host_dir(self, host: _netns.Host) -> Path:
+        return self.base_dir / "nodes" / host.name
+
+    def _write_config(
+        self, settings: ClusterSettings, lay: _netns.Layout | None, lib_dir: Path
+    ) -> None:
+        if lay is None:
+            _render.write_config(settings, base_dir=self.base_dir, lib_dir=lib_dir)
+            return
+        # The client's (and the master daemons') configuration ...
+        _render.write_config(
+            settings,
+            base_dir=self.base_dir,
+            lib_dir=lib_dir,
+            master_address=lay.master_address,
+            node_host=lay.master_host,
+            node_address=lay.master_address,
+        )
+        # ... and one per host: its own name, address and directories.
+        for h in lay.hosts:
+            _render.write_config(
+                settings,
+                base_dir=self.base_dir,
+                lib_dir=lib_dir,
+                conf=self.host_dir(h) / "conf",
+                master_address=lay.master_address,
+                node_host=h.host,
+                node_address=h.address,
+                node_dir=self.host_dir(h),
+            )
+
+    def _spawn(
+        self,
+        inst: Instance,
+        java_home: Path,
+        module_flags: tuple[str, ...],
+        log: Log,
+    ) -> subprocess.Popen[bytes]:
+        conf = self.conf_dir if inst.host is None else self.host_dir(inst.host) / "conf"
+        command = _process.java_command(
+            inst.daemon.main_class,
+            java_home=java_home,
+            base_dir=self.base_dir,
+            classpath=_hadoop.daemon_classpath(conf),
+            heap=inst.daemon.heap,
+            module_flags=module_flags,
+            log_name=inst.key,
+        )
+        if inst.host is None:
+            env = self._daemon_env(java_home, module_flags)
+        else:
+            env = self._host_env(inst.host, java_home, module_flags)
+            command = _netns.in_netns(inst.host.netns, command)
+        where = f" on {inst.host.host}" if inst.host else ""
+        log(f"Starting {inst.daemon.title}{where} ...")
+        self._log_offsets[inst.key] = _process.log_size(
+            _process.log_file(self.base_dir, inst.key)
+        )
+        return _process.spawn(
+            inst.daemon, command, base_dir=self.base_dir, env=env, key=inst.key
+        )
+
+    def _host_env(
+        self, host: _netns.Host, java_home: Path, module_flags: tuple[str, ...]
+    ) -> dict[str, str]:
+        # A plain environment, as on a real node: nothing from the client's shell,
+        # so containers do not find the client's virtualenv on PATH.
+        env = {
+            "PATH": os.pathsep.join([str(self.bin_dir), PLAIN_PATH]),
+            "HOME": os.environ.get("HOME", "/root"),
+            "LANG": "C.UTF-8",
+            "JAVA_HOME": str(java_home),
+            "HADOOP_CONF_DIR": str(self.host_dir(host) / "conf"),
+            "JDK_JAVA_OPTIONS": " ".join(module_flags),
+            "MALLOC_ARENA_MAX": "2",
+        }
+        if "USER" in os.environ:
+            env["USER"] = os.environ["USER"]
+        return env
 
     def _check_path(self) -> None:
         # Hadoop lists directories comma-separated and turns them into URIs.
@@ -456,25 +705,37 @@ class LocalCluster:
         hdfs: _probe.HdfsHealth | None = None
         nodes: list[_probe.NodeReport] | None = None
         hdfs_logged = yarn_logged = False
+        master = self.master_address()
+        found = self.instances()
+        want = max(1, settings.nodes)  # DataNodes and NodeManagers to wait for
         while True:
-            for daemon in DAEMONS:
-                proc = started.get(daemon.name)
+            for inst in found:
+                proc = started.get(inst.key)
                 died = proc is not None and proc.poll() is not None
                 if died or (
-                    not started and _process.running_pid(self.base_dir, daemon) is None
+                    not started
+                    and _process.running_pid(self.base_dir, inst.daemon, inst.key)
+                    is None
                 ):
-                    raise ClusterError(self._died_message(daemon, proc))
-            if hdfs is None or not hdfs.ready:
-                hdfs = _probe.hdfs_health(ports["namenode_http"])
+                    raise ClusterError(self._died_message(inst.daemon, proc, inst.key))
+            if hdfs is None or not hdfs.ready or hdfs.live_datanodes < want:
+                hdfs = _probe.hdfs_health(ports["namenode_http"], master)
                 if hdfs is not None and _LOW_RESOURCES in hdfs.safe_mode:
                     raise ClusterError(self._disk_full_message(hdfs))
-            if hdfs is not None and hdfs.ready and not hdfs_logged:
-                log("HDFS is up (out of safe mode, DataNode live).")
+            if (
+                hdfs is not None
+                and hdfs.ready
+                and hdfs.live_datanodes >= want
+                and not hdfs_logged
+            ):
+                log(
+                    f"HDFS is up (out of safe mode, {hdfs.live_datanodes} DataNode(s) live)."
+                )
                 hdfs_logged = True
-            nodes = _probe.yarn_nodes(ports["rm_web"])
-            yarn_ready = bool(nodes) and any(n.state == "RUNNING" for n in nodes or [])
+            nodes = _probe.yarn_nodes(ports["rm_web"], master)
+            yarn_ready = sum(n.state == "RUNNING" for n in nodes or []) >= want
             if yarn_ready and not yarn_logged:
-                log("YARN is up (NodeManager RUNNING).")
+                log(f"YARN is up ({want} NodeManager(s) RUNNING).")
                 yarn_logged = True
             if hdfs_logged and yarn_ready:
                 return
@@ -493,12 +754,16 @@ class LocalCluster:
         )
 
     def _died_message(
-        self, daemon: Daemon, proc: subprocess.Popen[bytes] | None
+        self,
+        daemon: Daemon,
+        proc: subprocess.Popen[bytes] | None,
+        key: str | None = None,
     ) -> str:
-        logfile = _process.log_file(self.base_dir, daemon.name)
-        out = _process.out_file(self.base_dir, daemon.name)
+        key = key or daemon.name
+        logfile = _process.log_file(self.base_dir, key)
+        out = _process.out_file(self.base_dir, key)
         code = f" with exit code {proc.returncode}" if proc is not None else ""
-        since = self._log_offsets.get(daemon.name, 0)
+        since = self._log_offsets.get(key, 0)
         excerpt = _process.log_excerpt(logfile, since=since) or _process.log_excerpt(
             out
         )
@@ -546,6 +811,89 @@ class LocalCluster:
             "above name the cause. The daemons started by this attempt were stopped."
         )
 
+    # -- one host: crash, restart, partition ---------------------------------
+
+    def _host(self, name: str) -> _netns.Host:
+        lay = self.layout()
+        if not self.settings().multihost or lay is None:
+            raise ClusterError(
+                f"the cluster in {self.base_dir} has no hosts of its own (it runs "
+                "one node on loopback, or is stopped); start one with "
+                "`tfyarn cluster start --nodes N --base-dir DIR`"
+            )
+        return lay.host(name)
+
+    def node_stop(self, name: str, *, log: Log = _quiet) -> list[int]:
+        """Crash host ``name``: SIGKILL its NodeManager, DataNode and every process
+        in its namespace (its containers), with no goodbye to the masters.
+
+        Returns
+        -------
+        list of int
+            The pids killed.
+        """
+        host = self._host(name)
+        with self._lock():
+            pids = set(_netns.netns_pids(host.netns))
+            for inst in self.instances():
+                if inst.host == host:
+                    pid = _process.running_pid(self.base_dir, inst.daemon, inst.key)
+                    if pid is not None:
+                        pids.add(pid)
+            log(f"Killing {len(pids)} process(es) on {host.host} ...")
+            for pid in pids:
+                _process._signal(pid, 9)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not all(
+                _process.is_gone(p) for p in pids
+            ):
+                time.sleep(0.1)
+            return sorted(pids)
+
+    def node_start(
+        self, name: str, *, timeout: float = NODE_WAIT_S, log: Log = _quiet
+    ) -> None:
+        """Start host ``name``'s DataNode and NodeManager again (after
+        ``node_stop``) and wait until its NodeManager is RUNNING."""
+        host = self._host(name)
+        settings = self.settings()
+        with self._lock():
+            java_home = _hadoop.find_java_home()
+            module_flags = _hadoop.java_module_flags(java_home)
+            started = {}
+            for inst in self.instances():
+                if inst.host != host:
+                    continue
+                if _process.running_pid(self.base_dir, inst.daemon, inst.key) is None:
+                    started[inst.key] = self._spawn(inst, java_home, module_flags, log)
+            ports = settings.resolved_ports()
+            deadline = time.monotonic() + timeout
+            while True:
+                for key, proc in started.items():
+                    if proc.poll() is not None:
+                        raise ClusterError(
+                            self._died_message(
+                                DAEMONS_BY_NAME[key.split("-")[0]], proc, key
+                            )
+                        )
+                nodes = _probe.yarn_nodes(ports["rm_web"], self.master_address()) or []
+                if any(n.host == host.host and n.state == "RUNNING" for n in nodes):
+                    return
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"the NodeManager on {host.host} was not RUNNING after "
+                        f"{timeout:.0f} s; its log: "
+                        f"{_process.log_file(self.base_dir, 'nodemanager-' + host.name)}"
+                    )
+                time.sleep(0.5)
+
+    def node_partition(self, name: str, *, heal: bool = False) -> _netns.Host:
+        """Cut host ``name`` off the network (``heal``: reconnect it); its
+        processes keep running."""
+        host = self._host(name)
+        _netns.set_partitioned(host, not heal)
+        return host
+
     # -- stop --------------------------------------------------------------
 
     def stop(self, *, wipe: bool = False, log: Log = _quiet) -> list[str]:
@@ -563,20 +911,25 @@ class LocalCluster:
         """
         with self._lock():
             stopped = []
-            for daemon in reversed(DAEMONS):
-                pid = _process.running_pid(self.base_dir, daemon)
+            for inst in reversed(self.instances()):
+                pid = _process.running_pid(self.base_dir, inst.daemon, inst.key)
                 if pid is None:
                     continue
-                log(f"Stopping {daemon.title} (pid {pid}) ...")
+                title = inst.daemon.title + (
+                    f" on {inst.host.host}" if inst.host else ""
+                )
+                log(f"Stopping {title} (pid {pid}) ...")
                 _process.terminate([pid])
-                stopped.append(daemon.title)
-                _process.pid_file(self.base_dir, daemon.name).unlink(missing_ok=True)
+                stopped.append(title)
+                _process.pid_file(self.base_dir, inst.key).unlink(missing_ok=True)
             leftovers = _process.strays(self.base_dir)
             if leftovers:
                 log(f"Stopping {len(leftovers)} leftover process(es) ...")
                 _process.terminate(leftovers, grace=5)
+            # Namespaces, links, bridge and /etc/hosts block this cluster made.
+            self._remove_hosts(log=log)
             if wipe:
-                for sub in ("data", "logs", "tmp", "conf", "bin", "run"):
+                for sub in ("data", "logs", "tmp", "conf", "bin", "run", "nodes"):
                     shutil.rmtree(self.base_dir / sub, ignore_errors=True)
                 (self.base_dir / "cluster.json").unlink(missing_ok=True)
                 log(
@@ -587,7 +940,8 @@ class LocalCluster:
 
 def _describe(settings: ClusterSettings) -> str:
     return (
-        f"{settings.memory_mb} MiB, {settings.vcores} vcores, {settings.gpus} GPUs, "
+        (f"{settings.nodes} hosts of " if settings.nodes else "")
+        + f"{settings.memory_mb} MiB, {settings.vcores} vcores, {settings.gpus} GPUs, "
         f"port offset {settings.port_offset}"
         + (f", ports {dict(settings.ports)}" if settings.ports else "")
     )
