@@ -293,6 +293,7 @@ class LocalCluster:
     ) -> list[HostStatus]:
         by_host = {n.host: n for n in nodes or []}
         lay = self.layout()
+        hosts: list[tuple[tuple[str, str, str, str | None], str, bool]]
         if not settings.multihost or lay is None:
             hosts = [(("local", "127.0.0.1", "127.0.0.1", None), "", False)]
         else:
