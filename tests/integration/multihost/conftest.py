@@ -1,0 +1,85 @@
+"""One multi-host local cluster for every test in this directory.
+
+Two hosts (network namespaces ``tfy-<id>-node1``/``node2`` on a bridge), each a
+NodeManager and a DataNode with a plain environment (no test venv on PATH), in
+their own base dir and on ports shifted by ``MULTIHOST_PORT_OFFSET``, apart
+from the default cluster. Nodes offer 3 GiB each, so a job of four 1 GiB tasks
+and its master cannot fit on one host and must spread.
+
+The fixture is package-scoped and named ``local_cluster``: it replaces the
+parent directory's autouse fixture for these tests, and puts this cluster's
+environment into ``os.environ`` only while they run. Containers on these hosts
+do not find the client's interpreter on PATH: jobs pass ``--python`` with the
+venv's absolute path (until ``--python_env`` ships an environment).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tfyarn.cluster import ClusterSettings, LocalCluster, _netns, use_local_cluster
+
+MULTIHOST_BASE_DIR = Path(
+    os.environ.get("TFYARN_MULTIHOST_HOME", "/var/tmp/tfyarn-tests/multihost")
+)
+MULTIHOST_PORT_OFFSET = 300
+MULTIHOST_SETTINGS = ClusterSettings(
+    nodes=2, memory_mb=3072, vcores=4, port_offset=MULTIHOST_PORT_OFFSET
+)
+PYTHON = str(Path(sys.executable))
+DATA = "hdfs:///tmp/tfyarn/digits"
+
+
+def _log(message: str) -> None:
+    print(f"[multihost cluster] {message}", file=sys.stderr, flush=True)
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if not any(
+        (Path(d) / "ip").exists() for d in os.environ.get("PATH", "").split(os.pathsep)
+    ):
+        return "no `ip` command (iproute2)"
+    return None
+
+
+@pytest.fixture(scope="package", autouse=True)
+def local_cluster() -> Iterator[LocalCluster]:
+    """The multi-host cluster, started (and its example data written) for this
+    directory's tests and stopped after them."""
+    why = _why_not()
+    if why:
+        pytest.skip(f"multi-host cluster unavailable: {why}")
+    cluster = LocalCluster(MULTIHOST_BASE_DIR)
+    began = time.monotonic()
+    cluster.start(MULTIHOST_SETTINGS, log=_log)
+    _log(f"started in {time.monotonic() - began:.1f} s")
+    saved = dict(os.environ)
+    use_local_cluster(cluster.base_dir, override=True)
+    try:
+        yield cluster
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        if os.environ.get("TFYARN_KEEP_CLUSTER") != "1":
+            layout = cluster.layout()
+            began = time.monotonic()
+            cluster.stop(log=_log)
+            _log(f"stopped in {time.monotonic() - began:.1f} s")
+            if layout is not None:  # nothing this cluster made is left
+                left = {h.netns for h in layout.hosts} & _netns.existing_netns()
+                left |= {
+                    link
+                    for link in [layout.bridge, *(h.link for h in layout.hosts)]
+                    if _netns.link_exists(link)
+                }
+                if str(cluster.base_dir) in _netns.HOSTS_FILE.read_text():
+                    left.add(str(_netns.HOSTS_FILE))
+                assert not left, f"left behind by stop: {sorted(left)}"
