@@ -273,3 +273,26 @@ def test_second_cluster_beside_and_cleanup(
     assert str(other.base_dir) not in _netns.HOSTS_FILE.read_text()
     assert other.layout() is None
     assert local_cluster.is_running()
+
+
+def test_half_failed_start_removes_what_it_made(
+    local_cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfyarn.cluster import _process
+    from tfyarn.errors import ClusterError
+
+    other = LocalCluster(Path("/var/tmp/tfyarn-tests/multihost-c"))
+    cid = _netns.cluster_id(other.base_dir)
+
+    def taken(*args: object, **kwargs: object) -> None:
+        # After the hosts are made (the master's ports are checked on the bridge).
+        assert any(ns.startswith(f"tfy-{cid}-") for ns in _netns.existing_netns())
+        raise ClusterError("port taken (made up by the test)")
+
+    monkeypatch.setattr(_process, "check_ports_free", taken)
+    with pytest.raises(ClusterError, match="made up by the test"):
+        other.start(ClusterSettings(nodes=2, memory_mb=1024, port_offset=600))
+    assert not [ns for ns in _netns.existing_netns() if cid in ns]
+    assert not list(Path("/sys/class/net").glob(f"tfy{cid}*"))
+    assert str(other.base_dir) not in _netns.HOSTS_FILE.read_text()
+    assert other.layout() is None
