@@ -20,13 +20,14 @@ the root namespace and must resolve every host too.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import ipaddress
 import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from tfyarn.errors import ClusterError
@@ -164,31 +165,37 @@ def without_block(text: str, base_dir: Path) -> str:
     return "".join(out)
 
 
-def _write_hosts(text: str, path: Path) -> None:
-    # In place (not rename): /etc/hosts may be a bind mount (containers).
+def _edit_hosts(path: Path, edit: Callable[[str], str]) -> bool:
+    """Rewrite ``path`` through ``edit`` under an exclusive lock (two clusters
+    starting at once must not lose each other's block). In place, not by
+    rename: /etc/hosts may be a bind mount. Returns whether it changed."""
     with open(path, "r+") as stream:
+        fcntl.flock(stream, fcntl.LOCK_EX)
+        text = stream.read()
+        new = edit(text)
+        if new == text:
+            return False
         stream.seek(0)
-        stream.write(text)
+        stream.write(new)
         stream.truncate()
+        return True
 
 
 def add_hosts(base_dir: Path, lay: Layout, path: Path = HOSTS_FILE) -> None:
-    text = without_block(path.read_text(), base_dir)
-    if text and not text.endswith("\n"):
-        text += "\n"
-    _write_hosts(text + hosts_block(base_dir, lay), path)
+    def edit(text: str) -> str:
+        text = without_block(text, base_dir)
+        if text and not text.endswith("\n"):
+            text += "\n"
+        return text + hosts_block(base_dir, lay)
+
+    _edit_hosts(path, edit)
 
 
 def remove_hosts(base_dir: Path, path: Path = HOSTS_FILE) -> bool:
     try:
-        text = path.read_text()
+        return _edit_hosts(path, lambda text: without_block(text, base_dir))
     except OSError:
         return False
-    cleaned = without_block(text, base_dir)
-    if cleaned != text:
-        _write_hosts(cleaned, path)
-        return True
-    return False
 
 
 # -- ip --------------------------------------------------------------------
