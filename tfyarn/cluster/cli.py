@@ -37,7 +37,8 @@ def add_commands(subparsers: Any) -> None:
         help="run a real YARN + HDFS cluster on this machine",
         description=(
             "A single-machine Hadoop cluster (NameNode, DataNode, ResourceManager, "
-            "NodeManager on 127.0.0.1) for trying tfyarn and running its tests. "
+            "NodeManager on 127.0.0.1; or, with `start --nodes N`, N hosts in network "
+            "namespaces) for trying tfyarn and running its tests. "
             'Typical use: `tfyarn cluster start && eval "$(tfyarn cluster env)"`.'
         ),
     )
