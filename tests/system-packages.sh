@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The Debian packages the tests need beyond Python, Java and Maven: an MIT
-# Kerberos KDC and its tools for the secure-cluster tests. Installs only what
+# Kerberos KDC and its tools for the secure-cluster tests, iproute2 (`ip netns`)
+# for the multi-host cluster. Installs only what
 # is missing (apt-get; as root, or through sudo). Part of the README's test
 # command and of .ci/run.
 set -euo pipefail
-packages=(krb5-kdc krb5-admin-server krb5-user)
+packages=(krb5-kdc krb5-admin-server krb5-user iproute2)
 need=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
