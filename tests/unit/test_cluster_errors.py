@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tfyarn.cli import main
-from tfyarn.cluster import LocalCluster, _hadoop, _process, local
+from tfyarn.cluster import LocalCluster, _hadoop, _messages, _process, local
 from tfyarn.cluster._process import DAEMONS_BY_NAME
 from tfyarn.cluster._settings import ClusterSettings
 from tfyarn.errors import ClusterError
@@ -194,7 +194,7 @@ def test_namenode_safe_mode_for_low_disk_is_explained(tmp_path: Path) -> None:
         0,
     )
     assert local._LOW_RESOURCES in hdfs.safe_mode
-    message = cluster._disk_full_message(hdfs)
+    message = _messages.disk_full(cluster.base_dir, cluster.data_dir, hdfs)
     assert "too full" in message
     assert str(_process.log_file(tmp_path, "namenode")) in message
     assert "--base-dir" in message
@@ -210,7 +210,10 @@ def test_daemon_death_shows_only_this_starts_errors(tmp_path: Path) -> None:
         stream.write(
             "2026 INFO starting\n2026 ERROR rm: Error starting ResourceManager\n"
         )
-    message = cluster._died_message(DAEMONS_BY_NAME["resourcemanager"], None)
+    since = cluster._log_offsets["resourcemanager"]
+    message = _messages.daemon_died(
+        tmp_path, DAEMONS_BY_NAME["resourcemanager"], None, since=since
+    )
     assert "ResourceManager exited during start" in message
     assert "Error starting ResourceManager" in message
     assert "yesterday" not in message
@@ -223,7 +226,7 @@ def test_not_ready_in_time_names_what_is_missing_and_the_logs(tmp_path: Path) ->
     cluster = LocalCluster(tmp_path)
     hdfs = HdfsHealth("Safe mode is ON. Resources are low", 1, 0, 0)
     nodes = [NodeReport("localhost:8041", "UNHEALTHY", 1, 1, 0, 0, 0, "disks bad")]
-    message = cluster._timeout_message(30, hdfs, nodes)
+    message = _messages.not_ready(cluster.base_dir, 30, hdfs, nodes)
     assert "not ready after 30 s" in message
     assert "Safe mode is ON" in message
     assert "UNHEALTHY" in message and "disks bad" in message

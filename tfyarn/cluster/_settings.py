@@ -178,3 +178,13 @@ def save_settings(base_dir: Path, settings: ClusterSettings) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(settings.to_dict(), indent=2, sort_keys=True) + "\n")
     tmp.replace(path)
+
+
+def describe_settings(settings: ClusterSettings) -> str:
+    """A cluster's size and ports in one phrase, for messages."""
+    return (
+        (f"{settings.nodes} hosts of " if settings.nodes else "")
+        + f"{settings.memory_mb} MiB, {settings.vcores} vcores, {settings.gpus} GPUs, "
+        f"port offset {settings.port_offset}"
+        + (f", ports {dict(settings.ports)}" if settings.ports else "")
+    )

@@ -15,13 +15,21 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tfyarn.cluster import _hadoop, _netns, _probe, _process, _render
-from tfyarn.cluster._process import DAEMONS, DAEMONS_BY_NAME, Daemon
+from tfyarn.cluster import _hadoop, _messages, _netns, _probe, _process, _render
+from tfyarn.cluster._process import DAEMONS_BY_NAME
 from tfyarn.cluster._settings import (
     ClusterSettings,
     default_base_dir,
+    describe_settings,
     load_settings,
     save_settings,
+)
+from tfyarn.cluster._status import (
+    ClusterStatus,
+    DaemonStatus,
+    HostStatus,
+    Instance,
+    instances,
 )
 from tfyarn.errors import ClusterError
 
@@ -41,130 +49,6 @@ def _quiet(_: str) -> None:
 # cluster's own yarn/hdfs commands; never the client's virtualenv.
 PLAIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 NODE_WAIT_S = 120.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Instance:
-    """One daemon process of the cluster: ``key`` names its pid and log files
-    (``namenode``, or ``nodemanager-node2`` on a host of a multi-host cluster)."""
-
-    key: str
-    daemon: Daemon
-    host: _netns.Host | None = None
-
-
-def instances(
-    settings: ClusterSettings, layout: _netns.Layout | None
-) -> list[Instance]:
-    """Every daemon of a cluster, in start order."""
-    if not settings.multihost or layout is None:
-        return [Instance(d.name, d) for d in DAEMONS]
-    found = [
-        Instance("namenode", DAEMONS_BY_NAME["namenode"]),
-        Instance("resourcemanager", DAEMONS_BY_NAME["resourcemanager"]),
-    ]
-    for h in layout.hosts:
-        for name in ("datanode", "nodemanager"):
-            found.append(Instance(f"{name}-{h.name}", DAEMONS_BY_NAME[name], h))
-    return found
-
-
-@dataclasses.dataclass(frozen=True)
-class HostStatus:
-    """One worker host as ``tfyarn cluster status`` lists it."""
-
-    name: str
-    host: str
-    address: str
-    netns: str | None
-    partitioned: bool
-    nodemanager_pid: int | None
-    datanode_pid: int | None
-    state: str  # the NodeManager's state in the ResourceManager, or "" if unknown
-    memory_mb: int
-    vcores: int
-    gpus: int
-    labels: tuple[str, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class DaemonStatus:
-    """One daemon: its pid (None when not running), ports and log file."""
-
-    name: str
-    title: str
-    pid: int | None
-    ports: dict[str, int]
-    log: Path
-    host: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class ClusterStatus:
-    """What ``tfyarn cluster status`` shows.
-
-    ``state`` is ``running`` (every daemon up), ``stopped`` (none) or
-    ``partial``; ``nodes`` and ``hdfs`` are None when the daemon did not answer.
-    """
-
-    base_dir: Path
-    state: str
-    daemons: list[DaemonStatus]
-    settings: ClusterSettings
-    nodes: list[_probe.NodeReport] | None
-    hdfs: _probe.HdfsHealth | None
-    web_uis: dict[str, str]
-    already_running: bool = False
-    hosts: list[HostStatus] = dataclasses.field(default_factory=list)
-
-    @property
-    def running(self) -> bool:
-        return self.state == "running"
-
-    def format(self) -> str:
-        """Human-readable report."""
-        lines = [f"Local cluster in {self.base_dir}: {self.state}"]
-        for d in self.daemons:
-            ports = ", ".join(f"{p}" for p in d.ports.values())
-            pid = f"pid {d.pid}" if d.pid else "not running"
-            where = f" on {d.host}" if getattr(d, "host", None) else ""
-            lines.append(f"  {d.title:<16} {pid:<14} ports {ports}{where}")
-        for h in self.hosts:
-            cut = " PARTITIONED" if h.partitioned else ""
-            labels = ",".join(h.labels) or "-"
-            lines.append(
-                f"  host {h.name:<6} {h.host} {h.address} netns {h.netns or '-'}: "
-                f"NodeManager {h.state or 'unknown'}{cut}, {h.memory_mb} MiB, "
-                f"{h.vcores} vcores, {h.gpus} GPUs, labels {labels}"
-            )
-        if self.nodes:
-            for node in self.nodes:
-                lines.append(
-                    f"  node {node.node_id} {node.state}: {node.memory_mb} MiB, "
-                    f"{node.vcores} vcores, {node.gpus} GPUs "
-                    f"(in use: {node.used_memory_mb} MiB, {node.used_vcores} vcores)"
-                )
-                if node.health:
-                    lines.append(f"    health: {node.health}")
-        elif self.state != "stopped":
-            lines.append("  no node registered with the ResourceManager")
-        if self.hdfs is not None:
-            safe = (
-                f"safe mode: {self.hdfs.safe_mode}" if self.hdfs.safe_mode else "ready"
-            )
-            lines.append(
-                f"  HDFS {safe}; {self.hdfs.live_datanodes} live DataNode(s), "
-                f"{self.hdfs.free_bytes / 2**30:.1f} GiB free"
-            )
-        if self.state != "stopped":
-            for name, url in self.web_uis.items():
-                lines.append(f"  {name + ' UI':<20} {url}")
-        lines.append(f"  config  {self.base_dir / 'conf'}")
-        lines.append(f"  data    {self.base_dir / 'data'}")
-        lines.append(
-            f"  logs    {self.base_dir / 'logs'} (containers: logs/containers)"
-        )
-        return "\n".join(lines)
 
 
 class LocalCluster:
@@ -443,7 +327,7 @@ class LocalCluster:
         if running and saved is not None and settings != saved:
             raise ClusterError(
                 f"the local cluster in {self.base_dir} is running with other "
-                f"settings ({_describe(saved)}) than asked for ({_describe(settings)}). "
+                f"settings ({describe_settings(saved)}) than asked for ({describe_settings(settings)}). "
                 "Run `tfyarn cluster stop` first to change them."
             )
         if pids and len(running) == len(pids):
@@ -718,11 +602,21 @@ class LocalCluster:
                     and _process.running_pid(self.base_dir, inst.daemon, inst.key)
                     is None
                 ):
-                    raise ClusterError(self._died_message(inst.daemon, proc, inst.key))
+                    raise ClusterError(
+                        _messages.daemon_died(
+                            self.base_dir,
+                            inst.daemon,
+                            proc,
+                            inst.key,
+                            since=self._log_offsets.get(inst.key, 0),
+                        )
+                    )
             if hdfs is None or not hdfs.ready or hdfs.live_datanodes < want:
                 hdfs = _probe.hdfs_health(ports["namenode_http"], master)
                 if hdfs is not None and _LOW_RESOURCES in hdfs.safe_mode:
-                    raise ClusterError(self._disk_full_message(hdfs))
+                    raise ClusterError(
+                        _messages.disk_full(self.base_dir, self.data_dir, hdfs)
+                    )
             if (
                 hdfs is not None
                 and hdfs.ready
@@ -741,76 +635,10 @@ class LocalCluster:
             if hdfs_logged and yarn_ready:
                 return
             if time.monotonic() > deadline:
-                raise ClusterError(self._timeout_message(timeout, hdfs, nodes))
+                raise ClusterError(
+                    _messages.not_ready(self.base_dir, timeout, hdfs, nodes)
+                )
             time.sleep(0.5)
-
-    def _disk_full_message(self, hdfs: _probe.HdfsHealth) -> str:
-        return (
-            "HDFS stays in safe mode because the disk holding "
-            f"{self.data_dir} is too full (the NameNode says: "
-            f"{hdfs.safe_mode.strip()[:200]}). NameNode log: "
-            f"{_process.log_file(self.base_dir, 'namenode')}. Free disk space there "
-            "and run `tfyarn cluster stop` and `tfyarn cluster start`, or start a "
-            "cluster elsewhere with `--base-dir DIR`."
-        )
-
-    def _died_message(
-        self,
-        daemon: Daemon,
-        proc: subprocess.Popen[bytes] | None,
-        key: str | None = None,
-    ) -> str:
-        key = key or daemon.name
-        logfile = _process.log_file(self.base_dir, key)
-        out = _process.out_file(self.base_dir, key)
-        code = f" with exit code {proc.returncode}" if proc is not None else ""
-        since = self._log_offsets.get(key, 0)
-        excerpt = _process.log_excerpt(logfile, since=since) or _process.log_excerpt(
-            out
-        )
-        return (
-            f"the {daemon.title} exited during start{code}. Last errors:\n    "
-            f"{excerpt or '(nothing logged)'}\n"
-            f"Its log: {logfile} (JVM output: {out}). Fix the cause shown there; "
-            "if its data is corrupt, `tfyarn cluster stop --wipe` starts afresh."
-        )
-
-    def _timeout_message(
-        self,
-        timeout: float,
-        hdfs: _probe.HdfsHealth | None,
-        nodes: list[_probe.NodeReport] | None,
-    ) -> str:
-        problems = []
-        if hdfs is None:
-            problems.append(
-                "the NameNode web endpoint never answered (log: "
-                f"{_process.log_file(self.base_dir, 'namenode')})"
-            )
-        elif not hdfs.ready:
-            why = hdfs.safe_mode.strip() or f"{hdfs.live_datanodes} live DataNodes"
-            problems.append(
-                f"HDFS is not ready: {why} (logs: "
-                f"{_process.log_file(self.base_dir, 'namenode')}, "
-                f"{_process.log_file(self.base_dir, 'datanode')})"
-            )
-        if nodes is None:
-            problems.append(
-                "the ResourceManager web endpoint never answered (log: "
-                f"{_process.log_file(self.base_dir, 'resourcemanager')})"
-            )
-        elif not any(n.state == "RUNNING" for n in nodes):
-            seen = ", ".join(f"{n.node_id} {n.state} {n.health}" for n in nodes)
-            problems.append(
-                f"no NodeManager is RUNNING ({seen or 'none registered'}; log: "
-                f"{_process.log_file(self.base_dir, 'nodemanager')})"
-            )
-        return (
-            f"the local cluster was not ready after {timeout:.0f} s: "
-            + "; ".join(problems)
-            + ". A busy machine may need a longer --timeout; otherwise the logs "
-            "above name the cause. The daemons started by this attempt were stopped."
-        )
 
     # -- one host: crash, restart, partition ---------------------------------
 
@@ -873,8 +701,12 @@ class LocalCluster:
                 for key, proc in started.items():
                     if proc.poll() is not None:
                         raise ClusterError(
-                            self._died_message(
-                                DAEMONS_BY_NAME[key.split("-")[0]], proc, key
+                            _messages.daemon_died(
+                                self.base_dir,
+                                DAEMONS_BY_NAME[key.split("-")[0]],
+                                proc,
+                                key,
+                                since=self._log_offsets.get(key, 0),
                             )
                         )
                 nodes = _probe.yarn_nodes(ports["rm_web"], self.master_address()) or []
@@ -937,15 +769,6 @@ class LocalCluster:
                     f"Deleted the cluster's data, logs and configuration in {self.base_dir}."
                 )
             return stopped
-
-
-def _describe(settings: ClusterSettings) -> str:
-    return (
-        (f"{settings.nodes} hosts of " if settings.nodes else "")
-        + f"{settings.memory_mb} MiB, {settings.vcores} vcores, {settings.gpus} GPUs, "
-        f"port offset {settings.port_offset}"
-        + (f", ports {dict(settings.ports)}" if settings.ports else "")
-    )
 
 
 def use_local_cluster(

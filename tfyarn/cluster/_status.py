@@ -1,0 +1,134 @@
+"""What a local cluster is made of and what ``tfyarn cluster status`` reports."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from tfyarn.cluster import _netns, _probe
+from tfyarn.cluster._process import DAEMONS, DAEMONS_BY_NAME, Daemon
+from tfyarn.cluster._settings import ClusterSettings
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    """One daemon process of the cluster: ``key`` names its pid and log files
+    (``namenode``, or ``nodemanager-node2`` on a host of a multi-host cluster)."""
+
+    key: str
+    daemon: Daemon
+    host: _netns.Host | None = None
+
+
+def instances(
+    settings: ClusterSettings, layout: _netns.Layout | None
+) -> list[Instance]:
+    """Every daemon of a cluster, in start order."""
+    if not settings.multihost or layout is None:
+        return [Instance(d.name, d) for d in DAEMONS]
+    found = [
+        Instance("namenode", DAEMONS_BY_NAME["namenode"]),
+        Instance("resourcemanager", DAEMONS_BY_NAME["resourcemanager"]),
+    ]
+    for h in layout.hosts:
+        for name in ("datanode", "nodemanager"):
+            found.append(Instance(f"{name}-{h.name}", DAEMONS_BY_NAME[name], h))
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class HostStatus:
+    """One worker host as ``tfyarn cluster status`` lists it."""
+
+    name: str
+    host: str
+    address: str
+    netns: str | None
+    partitioned: bool
+    nodemanager_pid: int | None
+    datanode_pid: int | None
+    state: str  # the NodeManager's state in the ResourceManager, or "" if unknown
+    memory_mb: int
+    vcores: int
+    gpus: int
+    labels: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class DaemonStatus:
+    """One daemon: its pid (None when not running), ports and log file."""
+
+    name: str
+    title: str
+    pid: int | None
+    ports: dict[str, int]
+    log: Path
+    host: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterStatus:
+    """What ``tfyarn cluster status`` shows.
+
+    ``state`` is ``running`` (every daemon up), ``stopped`` (none) or
+    ``partial``; ``nodes`` and ``hdfs`` are None when the daemon did not answer.
+    """
+
+    base_dir: Path
+    state: str
+    daemons: list[DaemonStatus]
+    settings: ClusterSettings
+    nodes: list[_probe.NodeReport] | None
+    hdfs: _probe.HdfsHealth | None
+    web_uis: dict[str, str]
+    already_running: bool = False
+    hosts: list[HostStatus] = dataclasses.field(default_factory=list)
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    def format(self) -> str:
+        """Human-readable report."""
+        lines = [f"Local cluster in {self.base_dir}: {self.state}"]
+        for d in self.daemons:
+            ports = ", ".join(f"{p}" for p in d.ports.values())
+            pid = f"pid {d.pid}" if d.pid else "not running"
+            where = f" on {d.host}" if getattr(d, "host", None) else ""
+            lines.append(f"  {d.title:<16} {pid:<14} ports {ports}{where}")
+        for h in self.hosts:
+            cut = " PARTITIONED" if h.partitioned else ""
+            labels = ",".join(h.labels) or "-"
+            lines.append(
+                f"  host {h.name:<6} {h.host} {h.address} netns {h.netns or '-'}: "
+                f"NodeManager {h.state or 'unknown'}{cut}, {h.memory_mb} MiB, "
+                f"{h.vcores} vcores, {h.gpus} GPUs, labels {labels}"
+            )
+        if self.nodes:
+            for node in self.nodes:
+                lines.append(
+                    f"  node {node.node_id} {node.state}: {node.memory_mb} MiB, "
+                    f"{node.vcores} vcores, {node.gpus} GPUs "
+                    f"(in use: {node.used_memory_mb} MiB, {node.used_vcores} vcores)"
+                )
+                if node.health:
+                    lines.append(f"    health: {node.health}")
+        elif self.state != "stopped":
+            lines.append("  no node registered with the ResourceManager")
+        if self.hdfs is not None:
+            safe = (
+                f"safe mode: {self.hdfs.safe_mode}" if self.hdfs.safe_mode else "ready"
+            )
+            lines.append(
+                f"  HDFS {safe}; {self.hdfs.live_datanodes} live DataNode(s), "
+                f"{self.hdfs.free_bytes / 2**30:.1f} GiB free"
+            )
+        if self.state != "stopped":
+            for name, url in self.web_uis.items():
+                lines.append(f"  {name + ' UI':<20} {url}")
+        lines.append(f"  config  {self.base_dir / 'conf'}")
+        lines.append(f"  data    {self.base_dir / 'data'}")
+        lines.append(
+            f"  logs    {self.base_dir / 'logs'} (containers: logs/containers)"
+        )
+        return "\n".join(lines)
