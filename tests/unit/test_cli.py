@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+from concurrent import futures
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import grpc
 import pytest
+import skein
 from _fake_yarn import APP_ID, FakeYarn, Report
 
 from tfyarn import client
+from tfyarn._proto import master_pb2 as pb
+from tfyarn._proto import master_pb2_grpc
 from tfyarn.cli import main
+from tfyarn.contract.status import (
+    MASTER_KEY,
+    STATUS_KEY,
+    JobStatus,
+    Phase,
+    TaskState,
+    TaskStatus,
+)
 from tfyarn.spec import JobSpec, Role
 
 
@@ -285,12 +299,65 @@ def test_status_refuses_a_non_id(
     assert "expected an application id like" in capsys.readouterr().err
 
 
-def test_kill(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+class _RecordingMaster(master_pb2_grpc.MasterServicer):
+    """A real gRPC master (mutual TLS) that records StopJob and what came before."""
+
+    def __init__(self, fake: FakeYarn) -> None:
+        self.fake = fake
+        self.stops: list[tuple[str, list[str]]] = []
+
+    def StopJob(self, request: pb.StopJobRequest, context: Any) -> pb.StopJobReply:
+        self.stops.append((request.reason, list(self.fake.killed)))
+        return pb.StopJobReply(grace_seconds=0.1, tasks=2)
+
+
+class _KillableYarn(FakeYarn):
+    """A running job whose master listens at ``address``; its tasks have ended."""
+
+    def __init__(self, address: str, credentials: tuple[bytes, bytes]) -> None:
+        super().__init__([Report(state="RUNNING")])
+        cert, key = credentials
+        self.security = skein.Security(cert_bytes=cert, key_bytes=key)
+        self.kv = {
+            MASTER_KEY: address.encode(),
+            STATUS_KEY: JobStatus(
+                phase=Phase.STOPPING,
+                tasks=[
+                    TaskStatus(task="ps:0", role="ps", index=0, state=TaskState.KILLED)
+                ],
+            )
+            .to_json()
+            .encode(),
+        }
+
+    def connect(self, app_id: str, wait: bool = True) -> Any:
+        return SimpleNamespace(kv=self.kv, close=lambda: None)
+
+
+def test_kill_stops_every_task_through_the_master_before_killing(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    credentials: tuple[bytes, bytes],
 ) -> None:
-    fake = FakeYarn([Report(state="RUNNING")])
-    use(monkeypatch, fake)
-    assert main(["kill", APP_ID]) == 0
+    cert, key = credentials
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    port = server.add_secure_port(
+        "127.0.0.1:0",
+        grpc.ssl_server_credentials(
+            [(key, cert)], root_certificates=cert, require_client_auth=True
+        ),
+    )
+    fake = _KillableYarn(f"127.0.0.1:{port}", credentials)
+    master = _RecordingMaster(fake)
+    master_pb2_grpc.add_MasterServicer_to_server(master, server)
+    server.start()
+    try:
+        use(monkeypatch, fake)
+        assert main(["kill", APP_ID]) == 0
+    finally:
+        server.stop(None)
+    # Every script got its grace (StopJob) before YARN killed the application.
+    assert master.stops == [("stopped by tfyarn kill", [])]
     assert fake.killed == [APP_ID]
     assert "KILLED" in capsys.readouterr().out
 
