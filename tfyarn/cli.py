@@ -23,7 +23,7 @@ from tfyarn.errors import JobFailedError, TfyarnError
 
 # Modules that each define add_commands(subparsers).
 _COMMAND_MODULES = (
-    "tfyarn._job_cli",
+    "tfyarn.client.cli",
     "tfyarn.cluster.cli",
     "tfyarn.data.cli",
 )

@@ -37,7 +37,8 @@ from typing import Any
 
 import skein
 
-from tfyarn import client, config
+from tfyarn import client
+from tfyarn.client import config
 from tfyarn.contract.status import STATUS_KEY
 from tfyarn.spec import Role
 

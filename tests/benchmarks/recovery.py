@@ -57,7 +57,8 @@ TIMEOUT_S = 300.0
 
 
 def chief(yarn: Any, app_id: str) -> dict[str, Any]:
-    snap = client.status(app_id, client=yarn).master or {}
+    master = client.status(app_id, client=yarn).master
+    snap = master.to_dict() if master else {}
     return next((t for t in snap.get("tasks", []) if t["task"] == "chief:0"), {})
 
 
@@ -88,7 +89,8 @@ def run(yarn: Any, victim: str, base: str, warmup_steps: int) -> dict[str, Any]:
             resumed = at_kill  # the chief goes on; nothing is rolled back
 
             def rejoined() -> bool:
-                snap = client.status(app_id, client=yarn).master or {}
+                master = client.status(app_id, client=yarn).master
+                snap = master.to_dict() if master else {}
                 task = next(t for t in snap["tasks"] if t["task"] == victim)
                 return task["attempt"] == 1 and task["state"] == "RUNNING"
 

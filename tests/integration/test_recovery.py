@@ -56,7 +56,8 @@ def base() -> Iterator[str]:
 
 
 def snapshot(job: Job) -> dict[str, Any]:
-    return dict(client.status(job.app_id, client=job.yarn).master or {})
+    master = client.status(job.app_id, client=job.yarn).master
+    return master.to_dict() if master else {}
 
 
 def wait_for_step(job: Job, task: str, step: int, timeout: float = 240) -> int:

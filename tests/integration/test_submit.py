@@ -150,8 +150,8 @@ def test_status_list_logs_kill_on_a_running_job(yarn: Any, tmp_path: Path) -> No
         deadline = time.monotonic() + 120
         while True:
             st = client.status(job.app_id, client=yarn)
-            tasks = (st.master or {}).get("tasks") or []
-            if any(t.get("state") == "RUNNING" for t in tasks):
+            tasks = st.master.tasks if st.master else []
+            if any(t.state == "RUNNING" for t in tasks):
                 break
             assert time.monotonic() < deadline, f"never RUNNING: {st}"
             time.sleep(1)

@@ -6,14 +6,13 @@ thing on the local cluster.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
-from tfyarn.contract.status import STATUS_KEY
+from tfyarn.contract.status import STATUS_KEY, JobStatus
 
 APP_ID = "application_1700000000000_0007"
 
@@ -35,13 +34,15 @@ class Report:
 
 
 class FakeKV:
-    def __init__(self, snaps: Iterator[dict[str, Any] | None]) -> None:
+    """The application's key-value store: each read returns the next status."""
+
+    def __init__(self, snaps: Iterator[JobStatus | None]) -> None:
         self._snaps = snaps
 
     def get(self, key: str) -> bytes | None:
         assert key == STATUS_KEY
         snap = next(self._snaps, None)
-        return None if snap is None else json.dumps(snap).encode()
+        return None if snap is None else snap.to_json().encode()
 
 
 class FakeApp:
@@ -58,7 +59,7 @@ class FakeYarn:
     def __init__(
         self,
         reports: list[Report] | None = None,
-        snaps: list[dict[str, Any] | None] | None = None,
+        snaps: list[JobStatus | None] | None = None,
         nodes: list[tuple[int, int, int]] | None = None,
         apps: list[Report] | None = None,
     ) -> None:

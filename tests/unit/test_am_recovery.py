@@ -275,7 +275,8 @@ def test_stop_job_stops_every_task_with_a_grace_and_restarts_nothing() -> None:
 
 
 def test_status_shows_restarts_and_why_each_attempt_ended() -> None:
-    from tfyarn._follow import restart_lines
+    from tfyarn.client.narrator import restart_lines
+    from tfyarn.contract.status import JobStatus
 
     spec = job(tasks=PS_JOB, max_restarts=2, stop_grace=1)
 
@@ -286,7 +287,7 @@ def test_status_shows_restarts_and_why_each_attempt_ended() -> None:
         state.request_kill("test over")
 
     state, _ = run(spec, scenario)
-    lines = restart_lines(state.snapshot())
+    lines = restart_lines(JobStatus.from_dict(state.snapshot()))
     assert lines[0] == "restarts (1 of max_restarts=2 used):"
     assert lines[1].startswith("  1. worker:1 replaced: worker:1 (attempt 0")
     assert lines[2].startswith("  worker:1 attempt 0: worker:1 (attempt 0")

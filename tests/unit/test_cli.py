@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from concurrent import futures
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,10 +13,11 @@ import pytest
 import skein
 from _fake_yarn import APP_ID, FakeYarn, Report
 
-from tfyarn import client
+import tfyarn.cluster
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
 from tfyarn.cli import main
+from tfyarn.client import connection, tasklogs
 from tfyarn.contract.status import (
     MASTER_KEY,
     STATUS_KEY,
@@ -24,6 +26,7 @@ from tfyarn.contract.status import (
     TaskState,
     TaskStatus,
 )
+from tfyarn.errors import ClusterError
 from tfyarn.spec import JobSpec, Role
 
 
@@ -37,7 +40,7 @@ def script(tmp_path: Path) -> str:
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setattr(client.time, "sleep", lambda s: None)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
 
 
 def use(monkeypatch: pytest.MonkeyPatch, fake: FakeYarn | None) -> None:
@@ -46,29 +49,44 @@ def use(monkeypatch: pytest.MonkeyPatch, fake: FakeYarn | None) -> None:
             raise AssertionError("the CLI connected to YARN but should not have")
         return fake
 
-    monkeypatch.setattr(client, "connect", connect)
+    monkeypatch.setattr(connection, "connect", connect)
 
 
-def snap(phase: str, *states: str, formed: bool = False) -> dict[str, Any]:
+def no_local_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    def use_local_cluster() -> None:
+        raise ClusterError("no local cluster")
+
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    monkeypatch.setattr(tfyarn.cluster, "use_local_cluster", use_local_cluster)
+
+
+def snap(
+    phase: str,
+    *states: str,
+    formed: bool = False,
+    exit_codes: tuple[int | None, ...] = (),
+) -> JobStatus:
+    codes = (*exit_codes, None, None, None)
     tasks = [
-        {
-            "task": "ps:0",
-            "role": "ps",
-            "index": 0,
-            "state": states[0],
-            "address": "h:1",
-        },
-        {"task": "worker:0", "role": "worker", "index": 0, "state": states[1]},
-        {"task": "worker:1", "role": "worker", "index": 1, "state": states[2]},
+        TaskStatus(
+            task=f"{role}:{index}",
+            role=role,
+            index=index,
+            state=TaskState(state),
+            address="h:1" if role == "ps" else None,
+            exit_code=code,
+        )
+        for (role, index), state, code in zip(
+            [("ps", 0), ("worker", 0), ("worker", 1)], states, codes, strict=False
+        )
     ]
-    return {
-        "phase": phase,
-        "generation": 1,
-        "restarts": 0,
-        "started": 100.0,
-        "cluster_formed_at": 104.5 if formed else None,
-        "tasks": tasks,
-    }
+    return JobStatus(
+        phase=Phase(phase),
+        generation=1,
+        started=100.0,
+        cluster_formed_at=104.5 if formed else None,
+        tasks=tasks,
+    )
 
 
 def test_submit_follows_to_success(
@@ -152,7 +170,7 @@ def test_ctrl_c_while_following_leaves_the_job_running(
     def interrupt(s: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(client.time, "sleep", interrupt)
+    monkeypatch.setattr(time, "sleep", interrupt)
     assert main(["submit", script]) == 130
     err = capsys.readouterr().err
     assert "keeps running" in err and f"tfyarn kill {APP_ID}" in err
@@ -222,8 +240,7 @@ def test_gpus_without_gpu_nodes_are_refused(
 def test_no_cluster_says_how_to_get_one(
     monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
-    monkeypatch.setattr(client, "_local_cluster_env", lambda: None)
+    no_local_cluster(monkeypatch)
     assert main(["submit", script]) == 1
     assert "no YARN cluster: run `tfyarn cluster start`" in capsys.readouterr().err
 
@@ -274,8 +291,14 @@ def test_unknown_config_key_in_file(
 def test_status_shows_the_task_table(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    running = snap("RUNNING", "RUNNING", "RUNNING", "FAILED", formed=True)
-    running["tasks"][2]["exit_code"] = 1
+    running = snap(
+        "RUNNING",
+        "RUNNING",
+        "RUNNING",
+        "FAILED",
+        formed=True,
+        exit_codes=(None, None, 1),
+    )
     use(monkeypatch, FakeYarn([Report(state="RUNNING")], snaps=[running]))
     assert main(["status", APP_ID]) == 0
     out = capsys.readouterr().out
@@ -410,8 +433,8 @@ End of LogType:worker.log
 def test_logs_split_per_task(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(client, "_use_cluster", lambda: None)
-    monkeypatch.setattr(client, "_yarn_logs", lambda app_id, timeout: LOGS)
+    monkeypatch.setattr(tasklogs, "use_cluster", lambda: None)
+    monkeypatch.setattr(tasklogs, "yarn_logs", lambda app_id, timeout: LOGS)
     assert main(["logs", APP_ID, "--task", "worker:1"]) == 0
     out = capsys.readouterr().out
     assert "==> worker:1 [container_1700000000000_0007_01_000003" in out
@@ -449,8 +472,7 @@ def test_status_follow_exits_like_submit(
 def test_dry_run_without_a_cluster_still_checks_the_job(
     monkeypatch: pytest.MonkeyPatch, script: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
-    monkeypatch.setattr(client, "_local_cluster_env", lambda: None)
+    no_local_cluster(monkeypatch)
     assert main(["submit", "--dry_run", "--num_worker", "2", script]) == 0
     out = capsys.readouterr().out
     assert "cluster resources NOT checked (no YARN cluster" in out

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+import skein
 from _fake_yarn import APP_ID, FakeYarn, Report
 
 import tfyarn
-from tfyarn import _follow, _logs, client
-from tfyarn.errors import JobFailedError, SpecError
+from tfyarn.client import narrator, tasklogs
+from tfyarn.contract.status import JobStatus, Phase, TaskState, TaskStatus
+from tfyarn.errors import JobFailedError, SpecError, TfyarnError
 
 
 @pytest.fixture
 def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setattr(client.time, "sleep", lambda s: None)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
     path = tmp_path / "train.py"
     path.write_text("")
     return str(path)
@@ -74,7 +77,7 @@ def test_app_stuck_in_accepted_is_killed_after_the_registration_timeout(
     script: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = iter(range(0, 10_000, 50))
-    monkeypatch.setattr(client.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(time, "monotonic", lambda: float(next(clock)))
     fake = FakeYarn([Report(state="ACCEPTED", diagnostics="waiting for AM container")])
     events: list[str] = []
     with pytest.raises(JobFailedError, match="did not start the application master"):
@@ -109,13 +112,11 @@ def test_kill_of_an_ended_job_does_nothing() -> None:
 
 
 def test_narrator_reports_only_changes() -> None:
-    n = _follow.Narrator()
-    base = {
-        "phase": "REGISTERING",
-        "started": 10.0,
-        "cluster_formed_at": None,
-        "tasks": [{"task": "worker:0", "role": "worker", "state": "REQUESTED"}],
-    }
+    n = narrator.Narrator()
+    worker = TaskStatus(
+        task="worker:0", role="worker", index=0, state=TaskState.REQUESTED
+    )
+    base = JobStatus(phase=Phase.REGISTERING, started=10.0, tasks=[worker])
     first = n.update(base)
     assert first == [
         "master: REGISTERING",
@@ -123,22 +124,23 @@ def test_narrator_reports_only_changes() -> None:
         "worker:0 REQUESTED",
     ]
     assert n.update(base) == []
-    later = {
-        **base,
-        "phase": "RUNNING",
-        "cluster_formed_at": 12.5,
-        "restarts": 1,
-        "restart_reasons": ["worker:0 lost"],
-        "tasks": [
-            {
-                "task": "worker:0",
-                "role": "worker",
-                "state": "RUNNING",
-                "attempt": 1,
-                "address": "h:1",
-            }
+    later = JobStatus(
+        phase=Phase.RUNNING,
+        started=10.0,
+        cluster_formed_at=12.5,
+        restarts=1,
+        restart_reasons=["worker:0 lost"],
+        tasks=[
+            TaskStatus(
+                task="worker:0",
+                role="worker",
+                index=0,
+                state=TaskState.RUNNING,
+                attempt=1,
+                address="h:1",
+            )
         ],
-    }
+    )
     lines = n.update(later)
     assert "master: RUNNING" in lines
     assert "restart 1: worker:0 lost" in lines
@@ -153,15 +155,19 @@ def test_logs_use_the_snapshot_and_survive_truncation() -> None:
         "Container: container_1_0001_01_000005 on h_1\n"
         "LogType:worker.log\nLogContents:\ncut short"
     )
-    snap = {
-        "tasks": [{"task": "ps:1", "yarn_container_id": "container_1_0001_01_000004"}]
-    }
-    entries = _logs.split(text, snap)
+    ps = TaskStatus(
+        task="ps:1",
+        role="ps",
+        index=1,
+        state=TaskState.RUNNING,
+        yarn_container_id="container_1_0001_01_000004",
+    )
+    entries = tasklogs.split(text, JobStatus(phase=Phase.RUNNING, tasks=[ps]))
     assert [(e.task, e.text) for e in entries] == [
         ("ps:1", "ps says hi"),
         ("worker", "cut short"),
     ]
-    assert _logs.select(entries, "ps") == entries[:1]
+    assert tasklogs.select(entries, "ps") == entries[:1]
 
 
 def test_logs_of_running_containers() -> None:
@@ -177,9 +183,38 @@ def test_logs_of_running_containers() -> None:
         "End of LogType:prelaunch.out.This log file belongs to a running container "
         "(container_1_0001_01_000002) and so may not be complete.\n"
     )
-    (entry,) = _logs.split(text)
+    (entry,) = tasklogs.split(text)
     assert entry.task == "worker:0" and entry.text.endswith("sleeper up")
-    assert [e.log_type for e in _logs.split(text, yarn_files=True)] == [
+    assert [e.log_type for e in tasklogs.split(text, yarn_files=True)] == [
         "worker.log",
         "prelaunch.out",
     ]
+
+
+class _Refusing(FakeYarn):
+    def __init__(self, exc: Exception) -> None:
+        super().__init__()
+        self.exc = exc
+
+    def application_report(self, app_id: str) -> Report:
+        raise self.exc
+
+
+@pytest.mark.parametrize(
+    ("exc", "message"),
+    [
+        # skein 0.8.2's driver answers INVALID_ARGUMENT for an id YARN does not
+        # know or that is not a skein application; skein raises ValueError for
+        # both, whatever the text says.
+        (ValueError("Unknown ApplicationId 'x'"), f"no application {APP_ID}"),
+        (ValueError("'x' is not a Skein application"), f"no application {APP_ID}"),
+        (ValueError("something new"), f"no application {APP_ID}"),
+        (skein.exceptions.ConnectionError("Unable to connect"), "lost skein's"),
+        (skein.exceptions.DriverError("boom"), "YARN refused the request: boom"),
+    ],
+)
+def test_skein_errors_are_mapped_by_their_type(exc: Exception, message: str) -> None:
+    with pytest.raises(TfyarnError) as err:
+        tfyarn.status(APP_ID, client=_Refusing(exc))
+    assert message in str(err.value)
+    assert err.value.__cause__ is None and err.value.__suppress_context__

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tfyarn import _paths, config
+from tfyarn import _paths
+from tfyarn.client import config
 from tfyarn.errors import SpecError
 from tfyarn.spec import Role
 

@@ -21,7 +21,8 @@ import pytest
 from _am_support import LiveMaster, job
 
 from am.state import Phase
-from tfyarn import config, runtime
+from tfyarn import runtime
+from tfyarn.client import config
 from tfyarn.errors import SpecError
 from tfyarn.runtime import BOOTSTRAP, Runtime, TaskContext, Timeouts
 

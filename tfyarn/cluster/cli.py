@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from tfyarn import config
+from tfyarn.client import config
 from tfyarn.cluster._settings import PORTS, ClusterSettings, load_settings
 from tfyarn.cluster.local import START_TIMEOUT_S, ClusterStatus, LocalCluster
 from tfyarn.errors import SpecError

@@ -1,4 +1,4 @@
-"""Split the output of ``yarn logs -applicationId`` per task.
+"""A job's logs per task: ``yarn logs -applicationId`` run and split.
 
 ``yarn logs`` prints, for each container, blocks like::
 
@@ -14,17 +14,23 @@
 
 skein writes each service container's output to ``<service>.log`` and the
 master's to ``application.master.log``. A container is mapped to its task by
-the master's snapshot (``yarn_container_id``) when it is available, else by the
+the master's published status (``yarn_container_id``) when it is available, else by the
 ``worker:1 attempt 0 holds host:port`` line the runtime logs first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Mapping, Sequence
+import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tfyarn.client.connection import NO_CLUSTER, check_app_id, use_cluster
+from tfyarn.client.jobs import status
+from tfyarn.contract.status import JobStatus as MasterStatus
+from tfyarn.errors import ClusterError, TfyarnError
 from tfyarn.spec import ROLES, Role
 
 _CONTAINER = re.compile(r"^Container: (container_\S+) on (\S+)\s*$")
@@ -63,9 +69,98 @@ class TaskLog:
 YARN_FILES = ("directory.info", "launch_container.sh", "prelaunch.err", "prelaunch.out")
 
 
+def logs(
+    app_id: str,
+    *,
+    task: str | None = None,
+    client: Any | None = None,
+    timeout: float = 120.0,
+    yarn_files: bool = False,
+) -> list[TaskLog]:
+    """Every container's logs, labelled by task, via ``yarn logs``.
+
+    Works for running jobs (from the NodeManagers) and ended ones (aggregated
+    on HDFS; aggregation may take a few seconds after the job ends).
+
+    Parameters
+    ----------
+    task
+        Only this task, e.g. ``"worker:1"``, ``"ps"`` (every ps) or ``"master"``.
+    client
+        An open :func:`connect` client: with one, a running job's containers
+        are named by the master's status (else by the runtime's first line).
+    timeout
+        Seconds to let ``yarn logs`` run.
+    yarn_files
+        Also YARN's own files of each container (``launch_container.sh``,
+        ``prelaunch.err``, ...).
+
+    Returns
+    -------
+    list of TaskLog
+        One entry per container and log file, master first.
+
+    Raises
+    ------
+    TfyarnError
+        ``yarn logs`` failed or found nothing; or no cluster.
+
+    Examples
+    --------
+    >>> for log in tfyarn.logs(app_id, task="worker:0"):  # doctest: +SKIP
+    ...     print(log.label, log.text[-200:])
+    """
+    app_id = check_app_id(app_id)
+    master = None
+    if client is None:
+        use_cluster()
+    else:
+        with contextlib.suppress(TfyarnError):
+            master = status(app_id, client=client).master
+    text = yarn_logs(app_id, timeout)
+    entries = split(text, master, yarn_files=yarn_files)
+    if not entries:
+        raise TfyarnError(
+            f"`yarn logs -applicationId {app_id}` returned no container logs "
+            "(log aggregation can take a few seconds after the job ends; try again)"
+        )
+    if task:
+        chosen = select(entries, task)
+        if not chosen:
+            labels = sorted({e.task for e in entries})
+            raise TfyarnError(f"no logs for task {task!r}; tasks with logs: {labels}")
+        return chosen
+    return entries
+
+
+def yarn_logs(app_id: str, timeout: float) -> str:
+    """The output of ``yarn logs -applicationId APP_ID``."""
+    try:
+        done = subprocess.run(
+            ["yarn", "logs", "-applicationId", app_id],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise ClusterError(NO_CLUSTER) from None
+    except subprocess.TimeoutExpired:
+        raise TfyarnError(
+            f"`yarn logs -applicationId {app_id}` took over {timeout:.0f} s"
+        ) from None
+    if done.returncode != 0 and "Container:" not in done.stdout:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+        raise TfyarnError(
+            f"`yarn logs -applicationId {app_id}` failed (exit code "
+            f"{done.returncode}):\n{tail}"
+        )
+    return done.stdout
+
+
 def split(
     output: str,
-    snapshot: Mapping[str, Any] | None = None,
+    master: MasterStatus | None = None,
     *,
     yarn_files: bool = False,
 ) -> list[TaskLog]:
@@ -75,7 +170,7 @@ def split(
     ``prelaunch.err``, ...); empty logs are always dropped.
     """
     blocks = _blocks(output)
-    known = _containers_from_snapshot(snapshot)
+    known = _containers_of(master)
     tasks: dict[str, tuple[str, int | None]] = {}
     for container, _, log_type, text in blocks:
         service = log_type[: -len(".log")] if log_type.endswith(".log") else None
@@ -146,16 +241,15 @@ def render(entries: Sequence[TaskLog]) -> str:
     return "\n".join(f"==> {e.label} <==\n{e.text.rstrip()}\n" for e in entries)
 
 
-def _containers_from_snapshot(snapshot: Mapping[str, Any] | None) -> dict[str, str]:
+def _containers_of(master: MasterStatus | None) -> dict[str, str]:
     out: dict[str, str] = {}
-    for t in (snapshot or {}).get("tasks") or []:
-        cid = t.get("yarn_container_id")
-        if cid:
-            out[str(cid)] = str(t.get("task"))
+    for t in master.tasks if master else []:
+        if t.yarn_container_id:
+            out[t.yarn_container_id] = t.task
         # Earlier attempts appear in the history as "... container_..." lines.
-        for h in t.get("history") or []:
-            for found in re.findall(r"container_\w+", str(h)):
-                out.setdefault(found, str(t.get("task")))
+        for h in t.history:
+            for found in re.findall(r"container_\w+", h):
+                out.setdefault(found, t.task)
     return out
 
 

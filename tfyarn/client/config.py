@@ -22,6 +22,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,21 @@ def to_spec(
         stall_timeout=float(config["stall_timeout"]),
         worker_grace=float(config["worker_grace"]),
         stop_grace=float(config["stop_grace"]),
+    )
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """What the client does with a job, never part of the job itself."""
+
+    detach: bool  # return after submission instead of following the job
+    poll_interval: float  # seconds between polls while following
+
+
+def client_options(config: Mapping[str, Any]) -> ClientOptions:
+    """The client's own options from a loaded config (see :func:`load`)."""
+    return ClientOptions(
+        detach=bool(config["detach"]), poll_interval=float(config["poll_interval"])
     )
 
 

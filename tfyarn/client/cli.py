@@ -13,7 +13,8 @@ import sys
 import time
 from typing import Any
 
-from tfyarn import _follow, _logs, client, config
+from tfyarn.client import config, connection, jobs, narrator, submission, tasklogs
+from tfyarn.client.follow import follow, wait
 from tfyarn.errors import ClusterError
 
 _SUBMIT_EPILOG = """\
@@ -166,10 +167,7 @@ def _submit(ns: argparse.Namespace) -> int:
     options = _options(ns)
     if ns.dry_run:
         return _dry_run(ns, options)
-    cfg = config.load(ns.config, options)
-    detach, poll = cfg["detach"], cfg["poll_interval"]
-    options.pop("detach", None)
-    options.pop("poll_interval", None)
+    own = config.client_options(config.load(ns.config, options))
 
     def submitted(app_id: str) -> None:
         print(f"Submitted {app_id}", flush=True)
@@ -183,19 +181,21 @@ def _submit(ns: argparse.Namespace) -> int:
         )
 
     # Refuse bad input before paying for a YARN connection.
-    client.check(
+    submission.check(
         ns.script, args=ns.args, config_file=ns.config, cluster=False, **options
     )
-    with client.connect() as yarn:
-        spec = client.check(
+    with connection.connect() as yarn:
+        spec = submission.check(
             ns.script, args=ns.args, config_file=ns.config, client=yarn, **options
         )
-        app_id = client._submit_spec(yarn, spec)
+        app_id = submission.submit_spec(yarn, spec)
         submitted(app_id)
-        if detach:
+        if own.detach:
             return 0
         try:
-            client._wait(yarn, app_id, on_event=_say, spec=spec, poll_interval=poll)
+            follow(
+                yarn, app_id, on_event=_say, spec=spec, poll_interval=own.poll_interval
+            )
         except KeyboardInterrupt:
             print(
                 f"\nStopped following {app_id}; the job keeps running.\n"
@@ -208,13 +208,11 @@ def _submit(ns: argparse.Namespace) -> int:
 
 
 def _dry_run(ns: argparse.Namespace, options: dict[str, Any]) -> int:
-    options.pop("detach", None)
-    options.pop("poll_interval", None)
-    spec = client.check(
+    spec = submission.check(
         ns.script, args=ns.args, config_file=ns.config, cluster=False, **options
     )
     try:
-        client.check(ns.script, args=ns.args, config_file=ns.config, **options)
+        submission.check(ns.script, args=ns.args, config_file=ns.config, **options)
         fits = "every task fits on the cluster's largest node"
     except ClusterError as exc:
         fits = f"cluster resources NOT checked ({exc})"
@@ -230,7 +228,7 @@ def _say(line: str) -> None:
 def _status(ns: argparse.Namespace) -> int:
     if ns.follow:
         try:
-            client.wait(ns.app_id, on_event=_say)
+            wait(ns.app_id, on_event=_say)
         except KeyboardInterrupt:
             print(
                 f"\nStopped following {ns.app_id}; the job keeps running.",
@@ -238,9 +236,9 @@ def _status(ns: argparse.Namespace) -> int:
             )
             return 130
         return 0
-    st = client.status(ns.app_id)
+    st = jobs.status(ns.app_id)
     if ns.json:
-        print(json.dumps(_as_json(st), indent=2, default=str))
+        print(json.dumps(st.to_dict(), indent=2, default=str))
         return 0
     print(f"application:  {st.app_id} ({st.name})")
     print(f"state:        {st.state}")
@@ -254,42 +252,36 @@ def _status(ns: argparse.Namespace) -> int:
         )
     if st.master:
         m = st.master
-        formed = "yes" if m.get("cluster_formed_at") else "not yet"
+        formed = "yes" if m.cluster_formed_at else "not yet"
         print(
-            f"master:       phase {m.get('phase')}, generation {m.get('generation')}, "
-            f"restarts {m.get('restarts', 0)}, cluster formed: {formed}"
+            f"master:       phase {m.phase.value}, generation {m.generation}, "
+            f"restarts {m.restarts}, cluster formed: {formed}"
         )
-        counts = _follow.role_counts(m.get("tasks") or [])
+        counts = narrator.role_counts(m.tasks)
         if counts:
-            print("containers:   " + _follow.format_counts(counts))
+            print("containers:   " + narrator.format_counts(counts))
         print()
-        print(_follow.task_table(m))
-        for line in _follow.restart_lines(m):
+        print(narrator.task_table(m))
+        for line in narrator.restart_lines(m):
             print(line)
     return 0
 
 
-def _as_json(st: client.JobStatus) -> dict[str, Any]:
-    out = dict(st.__dict__)
-    out["tags"] = sorted(st.tags)
-    return out
-
-
 def _kill(ns: argparse.Namespace) -> int:
-    st = client.kill(ns.app_id)
+    st = jobs.kill(ns.app_id)
     print(f"{st.app_id}: state {st.state}, final status {st.final_status}")
     return 0
 
 
 def _list(ns: argparse.Namespace) -> int:
-    jobs = client.list_jobs(all_states=ns.all)
-    if not jobs:
+    found = jobs.list_jobs(all_states=ns.all)
+    if not found:
         print(
             "no tfyarn jobs" + ("" if ns.all else " running (--all shows ended ones)")
         )
         return 0
     rows = [("APPLICATION", "NAME", "STATE", "FINAL", "PROGRESS", "QUEUE", "STARTED")]
-    for j in jobs:
+    for j in found:
         started = j.started.strftime("%Y-%m-%d %H:%M:%S") if j.started else "-"
         rows.append(
             (
@@ -309,6 +301,6 @@ def _list(ns: argparse.Namespace) -> int:
 
 
 def _logs_cmd(ns: argparse.Namespace) -> int:
-    entries = client.logs(ns.app_id, task=ns.task, yarn_files=ns.yarn_files)
-    print(_logs.render(entries), end="")
+    entries = tasklogs.logs(ns.app_id, task=ns.task, yarn_files=ns.yarn_files)
+    print(tasklogs.render(entries), end="")
     return 0

@@ -1,0 +1,158 @@
+"""Following a job to its end: poll YARN and the master, narrate each change."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tfyarn.client.connection import DONE, check_app_id, opened, yarn_errors
+from tfyarn.client.jobs import (
+    JobStatus,
+    app_client,
+    read_master_status,
+    status_from_report,
+)
+from tfyarn.client.narrator import Narrator
+from tfyarn.errors import JobFailedError
+from tfyarn.spec import JobSpec
+
+# After this long in a state before RUNNING, say once what YARN says about it.
+PENDING_WARNING = 30.0
+
+
+def wait(
+    app_id: str,
+    *,
+    on_event: Callable[[str], None] | None = None,
+    timeout: float | None = None,
+    poll_interval: float = 1.0,
+    client: Any | None = None,
+) -> JobStatus:
+    """Follow a job until it ends.
+
+    Parameters
+    ----------
+    app_id
+        The YARN application id.
+    on_event
+        Called with one line per change: YARN state, containers
+        requested/allocated/registered per role, "cluster formed", each task's
+        state, and the final status with diagnostics.
+    timeout
+        Give up (the job keeps running) after this many seconds.
+    poll_interval
+        Seconds between polls.
+    client
+        An open :func:`connect` client to reuse.
+
+    Returns
+    -------
+    JobStatus
+        The final status of a job that SUCCEEDED.
+
+    Raises
+    ------
+    JobFailedError
+        The job ended FAILED or KILLED; carries the diagnostics.
+    TimeoutError
+        ``timeout`` passed first.
+
+    Examples
+    --------
+    >>> tfyarn.wait("application_1700000000000_0001", on_event=print)  # doctest: +SKIP
+    """
+    app_id = check_app_id(app_id)
+    with opened(client) as yarn:
+        return follow(
+            yarn,
+            app_id,
+            on_event=on_event,
+            timeout=timeout,
+            poll_interval=poll_interval,
+        )
+
+
+def follow(
+    yarn: Any,
+    app_id: str,
+    *,
+    on_event: Callable[[str], None] | None,
+    timeout: float | None = None,
+    poll_interval: float = 1.0,
+    spec: JobSpec | None = None,
+) -> JobStatus:
+    """:func:`wait` on an open client; with ``spec``, bound the wait for YARN to start it."""
+    say = on_event or (lambda line: None)
+    narrator = Narrator()
+    start = time.monotonic()
+    # YARN may keep an app in ACCEPTED forever when no node can host its
+    # master; bound that wait by the job's own registration timeout.
+    accept_limit = spec.registration_timeout if spec else None
+    last_state = None
+    pending_since = start  # when the app last entered a not-yet-running state
+    warned = False
+    app = None
+    try:
+        while True:
+            with yarn_errors(app_id):
+                report = yarn.application_report(app_id)
+            state = str(report.state)
+            if state != last_state:
+                say(f"YARN: {state}")
+                if last_state == "RUNNING" or last_state is None:
+                    pending_since, warned = time.monotonic(), False
+                if last_state == "RUNNING" and app is not None:
+                    app.close()  # a new master attempt has a new address
+                    app = None
+                last_state = state
+            if state in DONE:
+                return finish(status_from_report(report, None), say)
+            waited = time.monotonic() - start
+            if state == "RUNNING":
+                if app is None:
+                    app = app_client(yarn, app_id)
+                master = read_master_status(app) if app else None
+                if master:
+                    for line in narrator.update(master):
+                        say(line)
+            else:
+                pending = time.monotonic() - pending_since
+                if pending > PENDING_WARNING and not warned:
+                    warned = True
+                    say(
+                        f"still {state} after {pending:.0f} s: "
+                        f"{(report.diagnostics or 'no diagnostics from YARN').strip()}"
+                    )
+                if accept_limit and pending > accept_limit:
+                    diag = (
+                        f"YARN did not start the application master within "
+                        f"{accept_limit:.0f} s (state {state}): "
+                        f"{(report.diagnostics or '').strip()}; the job was killed"
+                    )
+                    with yarn_errors(app_id):
+                        yarn.kill_application(app_id)
+                    raise JobFailedError(app_id, "KILLED", diag)
+            if timeout is not None and waited > timeout:
+                raise TimeoutError(
+                    f"{app_id} is still {state} after {timeout:.0f} s; it keeps "
+                    f"running (`tfyarn status {app_id}`, `tfyarn kill {app_id}`)"
+                )
+            time.sleep(poll_interval)
+    finally:
+        if app is not None:
+            app.close()
+
+
+def finish(st: JobStatus, say: Callable[[str], None]) -> JobStatus:
+    """Say the final status; raise :class:`JobFailedError` unless it SUCCEEDED."""
+    say(f"final status: {st.outcome}")
+    if st.outcome != "SUCCEEDED":
+        # JobFailedError carries the diagnostics and the logs command itself;
+        # the master's diagnostics may already end with that command.
+        lines = st.diagnostics.strip().splitlines()
+        diagnostics = "\n".join(l for l in lines if not l.startswith("All task logs: "))
+        raise JobFailedError(st.app_id, st.outcome, diagnostics or "(no diagnostics)")
+    if st.diagnostics.strip():
+        say("diagnostics: " + st.diagnostics.strip())
+    return st

@@ -1,0 +1,291 @@
+"""Jobs on the cluster: the status of one, the list of all, and killing one gracefully.
+
+A job's status joins two views: YARN's application report (state, final
+status, diagnostics) and, while it runs, the master's published
+:class:`~tfyarn.contract.status.JobStatus` (phase and every task), read from the
+application's key-value store through the contract's types.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tfyarn.client.connection import (
+    ACTIVE,
+    DONE,
+    TAG,
+    app_order,
+    check_app_id,
+    opened,
+    yarn_errors,
+)
+from tfyarn.contract.status import MASTER_KEY, STATUS_KEY
+from tfyarn.contract.status import JobStatus as MasterStatus
+
+# How long `kill` waits for YARN to report the application ended.
+KILL_WAIT = 30.0
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A job as YARN and the tfyarn master see it.
+
+    Attributes
+    ----------
+    app_id, name, queue, user
+        The YARN application.
+    state
+        YARN's application state (``ACCEPTED``, ``RUNNING``, ``FINISHED``, ...).
+    final_status
+        ``UNDEFINED`` while running, then ``SUCCEEDED``, ``FAILED`` or ``KILLED``.
+    diagnostics
+        YARN's diagnostics: the master's explanation once the job ended.
+    master
+        The master's latest published status (phase, every task) while the job
+        runs; ``None`` before the master publishes one and after the job ends.
+    """
+
+    app_id: str
+    name: str = ""
+    queue: str = ""
+    user: str = ""
+    state: str = ""
+    final_status: str = "UNDEFINED"
+    diagnostics: str = ""
+    progress: float = 0.0
+    tracking_url: str = ""
+    tags: frozenset[str] = frozenset()
+    started: datetime | None = None
+    finished: datetime | None = None
+    master: MasterStatus | None = field(default=None, compare=False)
+
+    @property
+    def done(self) -> bool:
+        """Whether YARN considers the application over."""
+        return self.state in DONE
+
+    @property
+    def succeeded(self) -> bool:
+        return self.done and self.final_status == "SUCCEEDED"
+
+    @property
+    def outcome(self) -> str:
+        """The final status, with KILLED also when YARN's state says so."""
+        if self.state == "KILLED":
+            return "KILLED"
+        if self.state == "FAILED" and self.final_status in ("UNDEFINED", ""):
+            return "FAILED"
+        return self.final_status
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (``tfyarn status --json``)."""
+        out = {k: v for k, v in self.__dict__.items() if k != "master"}
+        out["tags"] = sorted(self.tags)
+        out["master"] = self.master.to_dict() if self.master else None
+        return out
+
+
+def status(app_id: str, *, client: Any | None = None) -> JobStatus:
+    """The state of one job, with the master's per-task view while it runs.
+
+    Raises
+    ------
+    SpecError
+        ``app_id`` is not an application id.
+    TfyarnError
+        No such application, or no cluster.
+
+    Examples
+    --------
+    >>> st = tfyarn.status("application_1700000000000_0001")  # doctest: +SKIP
+    >>> st.state, st.final_status                             # doctest: +SKIP
+    ('FINISHED', 'SUCCEEDED')
+    """
+    app_id = check_app_id(app_id)
+    with opened(client) as yarn:
+        with yarn_errors(app_id):
+            report = yarn.application_report(app_id)
+        master = None
+        if str(report.state) == "RUNNING":
+            app = app_client(yarn, app_id)
+            if app is not None:
+                try:
+                    master = read_master_status(app)
+                finally:
+                    app.close()
+    return status_from_report(report, master)
+
+
+def list_jobs(
+    *, all_states: bool = False, client: Any | None = None
+) -> list[JobStatus]:
+    """tfyarn jobs on the cluster (those tagged ``tfyarn``), oldest first.
+
+    Parameters
+    ----------
+    all_states
+        Include finished, failed and killed jobs, not only active ones.
+
+    Raises
+    ------
+    TfyarnError
+        No cluster can be reached.
+
+    Examples
+    --------
+    >>> [j.app_id for j in tfyarn.list_jobs()]  # doctest: +SKIP
+    ['application_1700000000000_0003']
+    """
+    states = (*ACTIVE, *DONE) if all_states else ACTIVE
+    with opened(client) as yarn, yarn_errors():
+        reports = yarn.get_applications(
+            states=[s for s in states if s not in ("NEW_SAVING",)]
+        )
+    jobs = [status_from_report(r, None) for r in reports if TAG in set(r.tags or ())]
+    return sorted(jobs, key=lambda j: app_order(j.app_id))
+
+
+def kill(app_id: str, *, client: Any | None = None) -> JobStatus:
+    """Kill a job, first giving every script its grace to checkpoint.
+
+    The master is asked to stop every task (SIGTERM, then ``stop_grace``);
+    once they ended (bounded), YARN kills the application.
+
+    Returns
+    -------
+    JobStatus
+        The status after the kill (``KILLED``, or the final status if the job
+        had already ended).
+
+    Raises
+    ------
+    TfyarnError
+        No such application, or no cluster.
+
+    Examples
+    --------
+    >>> tfyarn.kill("application_1700000000000_0001").state  # doctest: +SKIP
+    'KILLED'
+    """
+    app_id = check_app_id(app_id)
+    with opened(client) as yarn:
+        with yarn_errors(app_id):
+            report = yarn.application_report(app_id)
+            if str(report.state) in DONE:
+                return status_from_report(report, None)
+            _stop_tasks_gracefully(yarn, app_id)
+            yarn.kill_application(app_id)
+            deadline = time.monotonic() + KILL_WAIT
+            while time.monotonic() < deadline:
+                report = yarn.application_report(app_id)
+                if str(report.state) in DONE:
+                    break
+                time.sleep(0.5)
+        return status_from_report(report, None)
+
+
+def _stop_tasks_gracefully(yarn: Any, app_id: str) -> None:
+    """Let every script get SIGTERM and its grace (to checkpoint) before the kill.
+
+    YARN's own kill gives a container's processes a fraction of a second.
+    Best effort, bounded: the hard kill follows whatever happens here.
+    """
+    import skein
+
+    from tfyarn.contract.channel import credentials_of
+
+    try:
+        app = yarn.connect(app_id, wait=False)
+        credentials = credentials_of(yarn.security)
+    except (skein.exceptions.SkeinError, OSError):  # not running yet, no credentials
+        return
+    try:
+        stop_job(app, credentials, "stopped by tfyarn kill")
+    finally:
+        app.close()
+
+
+def stop_job(
+    app: Any, credentials: tuple[bytes, bytes], reason: str, *, bound: float = 60.0
+) -> bool:
+    """Ask a job's master to stop every task with its grace; wait until they ended.
+
+    ``app`` is the job's ``skein.ApplicationClient``; ``credentials`` its
+    (certificate, key). Best effort and bounded (``bound`` seconds beyond the
+    grace): returns whether every task ended, so the caller can kill the
+    application either way.
+    """
+    import skein
+
+    from tfyarn._proto import master_pb2 as pb
+    from tfyarn.contract.channel import MasterClient
+    from tfyarn.errors import MasterError
+
+    try:
+        address = app.kv[MASTER_KEY].decode()
+    except (skein.exceptions.SkeinError, KeyError):
+        return False  # no master yet (or any more): nothing to stop
+    master = MasterClient(address, credentials)
+    try:
+        reply = master.stop_job(pb.StopJobRequest(reason=reason), timeout=10)
+        deadline = time.monotonic() + reply.grace_seconds + bound
+        while time.monotonic() < deadline:
+            try:
+                if MasterStatus.from_json(app.kv[STATUS_KEY]).all_ended():
+                    return True
+            except (skein.exceptions.SkeinError, KeyError, ValueError):
+                pass  # not published yet, or the application is going away
+            time.sleep(0.5)
+        return False
+    except MasterError:
+        return False  # the hard kill follows anyway
+    finally:
+        master.close()
+
+
+def app_client(yarn: Any, app_id: str) -> Any | None:
+    """The running application's skein client, or ``None`` if it does not run."""
+    import skein
+
+    try:
+        return yarn.connect(app_id, wait=False)
+    except skein.exceptions.SkeinError:
+        return None  # ended or not up yet: the report will say which
+
+
+def read_master_status(app: Any) -> MasterStatus | None:
+    """The master's latest published status, or ``None`` if there is none (yet)."""
+    import skein
+
+    try:
+        raw = app.kv.get(STATUS_KEY)
+    except (skein.exceptions.SkeinError, ConnectionError, OSError):
+        return None
+    if not raw:
+        return None
+    try:
+        return MasterStatus.from_json(raw)
+    except ValueError:  # half-written or from an incompatible master
+        return None
+
+
+def status_from_report(report: Any, master: MasterStatus | None) -> JobStatus:
+    """A :class:`JobStatus` from a ``skein.ApplicationReport``."""
+    return JobStatus(
+        app_id=str(report.id),
+        name=str(report.name or ""),
+        queue=str(report.queue or ""),
+        user=str(report.user or ""),
+        state=str(report.state),
+        final_status=str(report.final_status),
+        diagnostics=str(report.diagnostics or ""),
+        progress=float(report.progress or 0.0),
+        tracking_url=str(report.tracking_url or ""),
+        tags=frozenset(report.tags or ()),
+        started=getattr(report, "start_time", None),
+        finished=getattr(report, "finish_time", None),
+        master=master,
+    )

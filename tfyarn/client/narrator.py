@@ -1,0 +1,154 @@
+"""Turn the master's successive published statuses into lines for a person.
+
+The master publishes a :class:`~tfyarn.contract.status.JobStatus` under
+``tfyarn.status`` (phase, generation, restarts, every task). :class:`Narrator`
+remembers the previous one and says only what changed, so following a job
+prints one line per event instead of a table per poll. Task states are the
+contract's :class:`~tfyarn.contract.status.TaskState`, asked through its
+predicates, never retyped here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+from tfyarn.contract.status import JobStatus, Phase, TaskState, TaskStatus
+from tfyarn.spec import ROLES
+
+
+class Narrator:
+    """Diff published statuses into lines like ``worker:1 RUNNING``."""
+
+    def __init__(self) -> None:
+        self._phase: Phase | None = None
+        self._formed = False
+        self._restarts = 0
+        self._counts: dict[str, tuple[int, int, int]] = {}
+        self._tasks: dict[str, tuple[TaskState, int]] = {}
+
+    def update(self, status: JobStatus) -> list[str]:
+        """Lines describing what changed since the previous status."""
+        lines: list[str] = []
+        if status.phase != self._phase:
+            lines.append(f"master: {status.phase.value}")
+            self._phase = status.phase
+        if status.restarts > self._restarts:
+            reasons = status.restart_reasons
+            for n in range(self._restarts, status.restarts):
+                why = reasons[n] if n < len(reasons) else "no reason given"
+                lines.append(f"restart {n + 1}: {why}")
+            self._restarts = status.restarts
+        counts = role_counts(status.tasks)
+        if counts != self._counts and counts:
+            lines.append("containers " + format_counts(counts))
+            self._counts = counts
+        if status.cluster_formed_at and not self._formed:
+            self._formed = True
+            started = status.started or status.cluster_formed_at
+            lines.append(
+                f"cluster formed in {status.cluster_formed_at - started:.1f} s "
+                f"(generation {status.generation})"
+            )
+        for task in status.tasks:
+            if self._tasks.get(task.task) == (task.state, task.attempt):
+                continue
+            self._tasks[task.task] = (task.state, task.attempt)
+            lines.append(describe_task(task))
+        return lines
+
+
+def role_counts(tasks: Sequence[TaskStatus]) -> dict[str, tuple[int, int, int]]:
+    """role -> (requested, allocated, registered), roles in launch order."""
+    out: dict[str, list[int]] = {}
+    for task in tasks:
+        allocated = task.state.has_container()
+        c = out.setdefault(task.role, [0, 0, 0])
+        c[0] += 1
+        c[1] += allocated
+        # A task that registered keeps its address after it ends.
+        c[2] += task.state.is_registered() or (allocated and bool(task.address))
+    order = [r.value for r in ROLES]
+    return {
+        r: (c[0], c[1], c[2])
+        for r, c in sorted(out.items(), key=lambda kv: _order(order, kv[0]))
+    }
+
+
+def format_counts(counts: Mapping[str, tuple[int, int, int]]) -> str:
+    """``ps 1/1/1, worker 2/2/1 (requested/allocated/registered)``."""
+    parts = [f"{r} {a}/{b}/{c}" for r, (a, b, c) in counts.items()]
+    return ", ".join(parts) + " (requested/allocated/registered)"
+
+
+def describe_task(task: TaskStatus) -> str:
+    """``worker:1 RUNNING (h:2, container_..._000003)``."""
+    bits = []
+    if task.attempt:
+        bits.append(f"attempt {task.attempt}")
+    if task.address:
+        bits.append(task.address)
+    if task.yarn_container_id:
+        bits.append(task.yarn_container_id)
+    if task.exit_code is not None and task.state.has_exit_code():
+        bits.append(f"exit code {task.exit_code}")
+    state = task.state.value
+    return f"{task.task} {state}" + (f" ({', '.join(bits)})" if bits else "")
+
+
+def task_table(status: JobStatus, *, now: float | None = None) -> str:
+    """A fixed-width table of every task."""
+    now = time.time() if now is None else now
+    header = (
+        "TASK",
+        "STATE",
+        "ATTEMPT",
+        "ADDRESS",
+        "CONTAINER",
+        "EXIT",
+        "STEP",
+        "HEARTBEAT",
+    )
+    rows = [header]
+    for t in status.tasks:
+        age = t.last_heartbeat_age
+        rows.append(
+            (
+                t.task,
+                t.state.value,
+                str(t.attempt),
+                t.address or "-",
+                t.yarn_container_id or t.container_id or "-",
+                "-" if t.exit_code is None else str(t.exit_code),
+                "-" if t.step is None else str(t.step),
+                "-" if age is None else f"{age:.0f}s ago",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in rows
+    )
+
+
+def restart_lines(status: JobStatus) -> list[str]:
+    """Why the job restarted, and per task why each earlier attempt ended."""
+    lines = []
+    budget = status.max_restarts
+    reasons = status.restart_reasons
+    if reasons:
+        head = f"restarts ({status.budget_used} of max_restarts={budget} used):"
+        lines.append(head if budget is not None else "restarts:")
+        lines += [f"  {n}. {_first_line(r)}" for n, r in enumerate(reasons, 1)]
+    for t in status.tasks:
+        for n, why in enumerate(t.failures):
+            lines.append(f"  {t.task} attempt {n}: {_first_line(why)}")
+    return lines
+
+
+def _first_line(text: str) -> str:
+    return str(text).strip().splitlines()[0] if str(text).strip() else ""
+
+
+def _order(order: list[str], role: str) -> int:
+    return order.index(role) if role in order else len(order)

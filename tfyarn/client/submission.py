@@ -1,0 +1,161 @@
+"""Checking and submitting a job: options to a validated :class:`JobSpec`, to YARN."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tfyarn.client import config
+from tfyarn.client.connection import opened, yarn_errors
+from tfyarn.client.follow import follow
+from tfyarn.spec import JobSpec
+
+
+def check(
+    script: str,
+    *,
+    args: Sequence[str] = (),
+    config_file: str | os.PathLike[str] | None = None,
+    client: Any | None = None,
+    cluster: bool = True,
+    **options: Any,
+) -> JobSpec:
+    """Build and validate a job without submitting it.
+
+    Checks every option against the schema, the layout (counts, a PS job
+    without workers), that the script and local files exist and, with
+    ``cluster=True``, that every task fits on the largest running node.
+
+    Parameters
+    ----------
+    script
+        The Python program every task runs.
+    args
+        Its arguments (``{job_name}``-style placeholders allowed).
+    config_file
+        A YAML file of options; default ``~/.config/tfyarn/config.yaml``.
+    client
+        An open :func:`connect` client to reuse.
+    cluster
+        Also ask YARN for its nodes' resources.
+    **options
+        Any key of ``conf/tfyarn.yaml`` (``num_ps=1``, ``worker_memory="1 GiB"``).
+
+    Returns
+    -------
+    JobSpec
+        The validated job.
+
+    Raises
+    ------
+    SpecError
+        What is wrong and what would be right.
+    TfyarnError
+        ``cluster=True`` and no cluster can be reached.
+
+    Examples
+    --------
+    >>> tfyarn.check("train.py", num_ps=1, num_worker=2, cluster=False)  # doctest: +SKIP
+    JobSpec(script='train.py', ...)
+    """
+    cfg = config.load(config_file, options)
+    spec = config.to_spec(script, tuple(args), cfg).validate()
+    if cluster:
+        with opened(client) as yarn:
+            with yarn_errors():
+                nodes = node_resources(yarn)
+            spec.check_fits(nodes)
+    return spec
+
+
+def node_resources(yarn: Any) -> dict[str, tuple[int, int, int]]:
+    """node id -> (memory MiB, vcores, GPUs) of every running node."""
+    nodes = yarn.get_nodes(states=["RUNNING"])
+    return {
+        n.id: (
+            int(n.total_resources.memory),
+            int(n.total_resources.vcores),
+            int(getattr(n.total_resources, "gpus", 0) or 0),
+        )
+        for n in nodes
+    }
+
+
+def submit(
+    script: str,
+    *,
+    args: Sequence[str] = (),
+    config_file: str | os.PathLike[str] | None = None,
+    wait: bool = False,
+    on_event: Callable[[str], None] | None = None,
+    client: Any | None = None,
+    **options: Any,
+) -> str:
+    """Submit a TensorFlow job to YARN.
+
+    Validates everything :func:`check` does first; nothing is submitted when a
+    check fails.
+
+    Parameters
+    ----------
+    script
+        The Python program every task runs (a local path).
+    args
+        Its arguments. Placeholders ``{job_name}``, ``{task_index}``,
+        ``{ps_hosts}``, ``{worker_hosts}`` and ``{chief_host}`` are filled in
+        each task.
+    config_file
+        A YAML file of options; default ``~/.config/tfyarn/config.yaml``.
+    wait
+        Follow the job to its end (see :func:`wait`) before returning, polling
+        every ``poll_interval`` seconds (a client option of the config).
+    on_event
+        With ``wait=True``: called with each progress line.
+    client
+        An open :func:`connect` client to reuse.
+    **options
+        Any key of ``conf/tfyarn.yaml``: ``num_ps``, ``num_worker``,
+        ``num_chief``, ``num_evaluator``, ``<role>_memory`` / ``_vcores`` /
+        ``_gpus``, ``name``, ``queue``, ``env`` (a dict), ``files``,
+        ``python``, ``legacy_flags``, ``max_restarts``,
+        ``registration_timeout``, ... (``detach`` is the command line's: here
+        ``wait`` decides).
+
+    Returns
+    -------
+    str
+        The YARN application id.
+
+    Raises
+    ------
+    SpecError
+        An invalid option or a request no node can grant.
+    TfyarnError
+        No cluster, or YARN refused the application.
+    JobFailedError
+        With ``wait=True``: the job ended FAILED or KILLED.
+
+    Examples
+    --------
+    >>> app_id = tfyarn.submit("train.py", num_ps=1, num_worker=2,   # doctest: +SKIP
+    ...                        worker_memory="1 GiB", env={"EPOCHS": "3"})
+    >>> tfyarn.wait(app_id).final_status                            # doctest: +SKIP
+    'SUCCEEDED'
+    """
+    cfg = config.load(config_file, options)
+    poll_interval = config.client_options(cfg).poll_interval
+    with opened(client) as yarn:
+        spec = check(script, args=args, config_file=config_file, client=yarn, **options)
+        app_id = submit_spec(yarn, spec)
+        if wait:
+            follow(
+                yarn, app_id, on_event=on_event, spec=spec, poll_interval=poll_interval
+            )
+    return app_id
+
+
+def submit_spec(yarn: Any, spec: JobSpec) -> str:
+    """Submit a validated job on an open client; its application id."""
+    with yarn_errors():
+        return str(yarn.submit(spec.to_skein()))
