@@ -1,9 +1,16 @@
 """The job specification: what to run, how many tasks of each role, and how.
 
 A :class:`JobSpec` is built by the client (from ``conf/``, a user file and the
-command line), validated before anything is submitted, compiled to a
-``skein.ApplicationSpec`` by :meth:`JobSpec.to_skein`, and read back inside the
-cluster (by the master and by every task) from the ``TFYARN_JOB`` variable.
+command line) or directly in Python, validated before anything is submitted,
+compiled to a ``skein.ApplicationSpec`` by :meth:`JobSpec.to_skein`, and read
+back inside the cluster (by the master and by every task) from the
+``TFYARN_JOB`` variable.
+
+Defaults and bounds are not written here: a field left out takes the shipped
+default of its option in ``conf/tfyarn.yaml``, and every field is checked
+against the bounds in ``conf/tfyarn-schema.yaml`` (both read by
+:mod:`tfyarn._options`), so ``JobSpec(script=...)`` is the job ``tfyarn submit
+SCRIPT`` makes.
 """
 
 from __future__ import annotations
@@ -13,7 +20,8 @@ import dataclasses
 import json
 import keyword
 import shlex
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path, PurePosixPath
@@ -21,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from tfyarn import _options
 from tfyarn.contract import env as _env
 from tfyarn.errors import SpecError
 
@@ -42,69 +51,122 @@ class Role(str, Enum):
 ROLES: tuple[Role, ...] = (Role.CHIEF, Role.PS, Role.WORKER, Role.EVALUATOR)
 
 
+def _default(key: str) -> Callable[[], Any]:
+    """A dataclass ``default_factory``: the shipped default of option ``key``."""
+    return lambda: _options.default(key)
+
+
+def _default_layout() -> dict[Role, TaskGroup]:
+    return {r: TaskGroup(count=_options.default(f"num_{r.value}")) for r in ROLES}
+
+
+# JobSpec fields whose option has another name.
+_OPTION_OF = {"am_memory_mib": "am_memory"}
+# Per role, TaskGroup field -> option name pattern.
+_ROLE_OPTIONS = {
+    "count": "num_{}",
+    "memory_mib": "{}_memory",
+    "vcores": "{}_vcores",
+    "gpus": "{}_gpus",
+}
+
+
 @dataclass(frozen=True, kw_only=True)
 class TaskGroup:
     """How many tasks of one role, and the YARN resources of each.
 
     ``memory_mib`` is mebibytes; YARN rounds it up to its minimum allocation.
-    ``gpus`` asks for the countable ``yarn.io/gpu`` resource.
+    ``gpus`` asks for the countable ``yarn.io/gpu`` resource. A resource left
+    ``None`` takes its role's shipped default (``ps_memory``, ...) once the
+    group is part of a :class:`JobSpec`; every group of a JobSpec has all three.
     """
 
     count: int = 0
-    memory_mib: int = 2048
-    vcores: int = 1
-    gpus: int = 0
+    memory_mib: int | None = None
+    vcores: int | None = None
+    gpus: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("count", "memory_mib", "vcores", "gpus"):
             value = getattr(self, name)
+            if value is None and name != "count":
+                continue
             if not isinstance(value, int) or isinstance(value, bool):
                 raise SpecError(f"{name} must be a whole number, got {value!r}")
             if value < 0:
                 raise SpecError(f"{name} must not be negative, got {value}")
-        if self.count and self.memory_mib < 128:
-            raise SpecError(f"memory must be at least 128 MiB, got {self.memory_mib}")
-        if self.count and self.vcores < 1:
-            raise SpecError(f"vcores must be at least 1, got {self.vcores}")
+
+    def for_role(self, role: Role) -> TaskGroup:
+        """This group with the role's defaults filled in, checked against its bounds."""
+        filled = {}
+        for name, pattern in _ROLE_OPTIONS.items():
+            key = pattern.format(role.value)
+            value = getattr(self, name)
+            if value is None:
+                value = _options.default(key)
+            _check_bounds(key, value)
+            filled[name] = value
+        return TaskGroup(**filled)
+
+    def resources(self) -> tuple[int, int, int]:
+        """(memory MiB, vcores, GPUs) of each task; the group must be a JobSpec's."""
+        if self.memory_mib is None or self.vcores is None or self.gpus is None:
+            raise SpecError(
+                "this task group's resources are its role's defaults; "
+                "read them from JobSpec.group(role)"
+            )
+        return self.memory_mib, self.vcores, self.gpus
 
 
 @dataclass(frozen=True, kw_only=True)
 class JobSpec:
-    """A whole tfyarn job. Durations are seconds."""
+    """A whole tfyarn job. Durations are seconds.
+
+    Every field but ``script`` defaults to its option's value in
+    ``conf/tfyarn.yaml`` (``tasks``: ``num_worker`` workers and so on); given
+    ``tasks``, a role left out has no tasks.
+    """
 
     script: str
     args: tuple[str, ...] = ()
-    name: str = "tfyarn"
-    tasks: Mapping[Role, TaskGroup] = field(default_factory=dict)
-    queue: str = "default"
-    env: Mapping[str, str] = field(default_factory=dict)
+    name: str = field(default_factory=_default("name"))
+    tasks: Mapping[Role, TaskGroup] = field(default_factory=_default_layout)
+    queue: str = field(default_factory=_default("queue"))
+    env: Mapping[str, str] = field(default_factory=_default("env"))
     # Extra files for every task: local paths or hdfs:// URLs.
-    files: tuple[str, ...] = ()
-    # The interpreter tasks and the master run with.
-    python: str = "python3"
+    files: tuple[str, ...] = field(default_factory=_default("files"))
+    # The interpreter tasks and the master run with; empty: this interpreter.
+    python: str = field(default_factory=_default("python"))
     # Append --ps_hosts/--worker_hosts/--job_name/--task_index to the script's args.
-    legacy_flags: bool = False
+    legacy_flags: bool = field(default_factory=_default("legacy_flags"))
     # Modules the script's interpreter imports while the cluster forms (see
-    # tfyarn/_preload.py); empty: the interpreter starts after formation.
-    preimport: tuple[str, ...] = ()
-    am_memory_mib: int = 1024
-    am_vcores: int = 1
-    max_am_attempts: int = 1
-    # Recovery and liveness (issue: surviving failures).
-    max_restarts: int = 0
-    registration_timeout: float = 300.0
-    heartbeat_interval: float = 2.0
-    heartbeat_timeout: float = 30.0
-    stall_timeout: float = 0.0  # 0: no stall detection
-    worker_grace: float = 30.0  # how long other workers may run after the lead ends
-    stop_grace: float = 10.0  # SIGTERM to SIGKILL when the master stops a task
+    # tfyarn/runtime/_bootstrap/preload.py); empty: it starts after formation.
+    preimport: tuple[str, ...] = field(default_factory=_default("preimport"))
+    am_memory_mib: int = field(default_factory=_default("am_memory"))
+    am_vcores: int = field(default_factory=_default("am_vcores"))
+    max_am_attempts: int = field(default_factory=_default("max_am_attempts"))
+    # Recovery and liveness (issue 5).
+    max_restarts: int = field(default_factory=_default("max_restarts"))
+    registration_timeout: float = field(
+        default_factory=_default("registration_timeout")
+    )
+    heartbeat_interval: float = field(default_factory=_default("heartbeat_interval"))
+    heartbeat_timeout: float = field(default_factory=_default("heartbeat_timeout"))
+    # 0: no stall detection.
+    stall_timeout: float = field(default_factory=_default("stall_timeout"))
+    # How long other workers may run after the lead ends.
+    worker_grace: float = field(default_factory=_default("worker_grace"))
+    # SIGTERM to SIGKILL when the master stops a task.
+    stop_grace: float = field(default_factory=_default("stop_grace"))
 
     def __post_init__(self) -> None:
-        tasks = {Role(k): _as_group(v) for k, v in dict(self.tasks).items()}
+        given = {Role(k): _as_group(v) for k, v in dict(self.tasks).items()}
+        tasks = {r: given.get(r, TaskGroup()).for_role(r) for r in ROLES}
         object.__setattr__(self, "tasks", tasks)
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         object.__setattr__(self, "files", tuple(self.files))
         object.__setattr__(self, "preimport", tuple(self.preimport))
+        object.__setattr__(self, "python", self.python or sys.executable)
         for module in self.preimport:
             if not is_module_name(module):
                 raise SpecError(
@@ -113,16 +175,11 @@ class JobSpec:
                     "(or --no_preimport to import nothing early)"
                 )
         object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
-        for name in ("max_am_attempts", "am_memory_mib", "am_vcores"):
-            if getattr(self, name) < 1:
-                raise SpecError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.max_restarts < 0:
-            raise SpecError(
-                f"max_restarts must not be negative, got {self.max_restarts}"
-            )
-        for name in ("registration_timeout", "heartbeat_interval", "heartbeat_timeout"):
-            if getattr(self, name) <= 0:
-                raise SpecError(f"{name} must be positive, got {getattr(self, name)}")
+        for f in dataclasses.fields(self):
+            key = _OPTION_OF.get(f.name, f.name)
+            value = getattr(self, f.name)
+            if key in _options.schema() and isinstance(value, (int, float)):
+                _check_bounds(key, value)
 
     # -- derived ---------------------------------------------------------------
 
@@ -131,7 +188,7 @@ class JobSpec:
         return group.count if group else 0
 
     def group(self, role: Role) -> TaskGroup:
-        return self.tasks.get(role) or TaskGroup()
+        return self.tasks[role]
 
     def task_keys(self) -> list[tuple[Role, int]]:
         """Every task, in launch order: chief, ps, workers, evaluator."""
@@ -150,12 +207,8 @@ class JobSpec:
 
     def validate(self, *, check_local_files: bool = True) -> JobSpec:
         """Check rules that span fields; return self so calls can chain."""
-        chief, worker = self.count(Role.CHIEF), self.count(Role.WORKER)
-        ps, evaluator = self.count(Role.PS), self.count(Role.EVALUATOR)
-        if chief > 1:
-            raise SpecError(f"num_chief must be 0 or 1, got {chief}")
-        if evaluator > 1:
-            raise SpecError(f"num_evaluator must be 0 or 1, got {evaluator}")
+        # Counts per role (num_chief 0 or 1, ...) are bounds, checked on construction.
+        chief, worker, ps = (self.count(r) for r in (Role.CHIEF, Role.WORKER, Role.PS))
         if ps and not worker:
             raise SpecError(
                 f"a parameter-server job needs workers: got num_ps={ps} and "
@@ -221,10 +274,11 @@ class JobSpec:
         for role in ROLES:
             group = self.group(role)
             if group.count:
+                memory, vcores, gpus = group.resources()
                 asks += [
-                    (f"{role.value}_memory", group.memory_mib, 0),
-                    (f"{role.value}_vcores", group.vcores, 1),
-                    (f"{role.value}_gpus", group.gpus, 2),
+                    (f"{role.value}_memory", memory, 0),
+                    (f"{role.value}_vcores", vcores, 1),
+                    (f"{role.value}_gpus", gpus, 2),
                 ]
         for option, value, i in asks:
             if value > biggest[i]:
@@ -297,11 +351,10 @@ class JobSpec:
             group = self.group(role)
             if not group.count:
                 continue
+            memory, vcores, gpus = group.resources()
             services[role.value] = skein.Service(
                 instances=0,
-                resources=skein.Resources(
-                    memory=group.memory_mib, vcores=group.vcores, gpus=group.gpus
-                ),
+                resources=skein.Resources(memory=memory, vcores=vcores, gpus=gpus),
                 files=task_files,
                 env={**self.env, **spec_env, _env.ROLE: role.value},
                 script=f"exec {shlex.quote(self.python)} -u -m tfyarn.runtime",
@@ -333,6 +386,12 @@ def is_module_name(name: object) -> bool:
     return isinstance(name, str) and all(
         p.isidentifier() and not keyword.iskeyword(p) for p in name.split(".")
     )
+
+
+def _check_bounds(key: str, value: float) -> None:
+    problem = _options.out_of_bounds(key, value)
+    if problem:
+        raise SpecError(f"{key} {problem}, got {value!r}")
 
 
 def _as_group(value: TaskGroup | Mapping[str, Any]) -> TaskGroup:

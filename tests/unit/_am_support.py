@@ -32,6 +32,8 @@ def job(**kwargs: Any) -> JobSpec:
     counts = kwargs.pop("tasks", {"worker": 1})
     kwargs.setdefault("script", "train.py")
     kwargs.setdefault("registration_timeout", 30.0)
+    # Fail at the first failure and start scripts plainly, unless a test says so.
+    kwargs = {"max_restarts": 0, "preimport": (), **kwargs}
     tasks = {role: {"count": n, "memory_mib": 512} for role, n in counts.items()}
     return JobSpec(tasks=tasks, **kwargs)
 

@@ -176,6 +176,7 @@ def test_registration_timeout_names_missing_tasks_and_what_they_wait_for() -> No
             "ps": {"count": 1},
         },
         registration_timeout=120,
+        max_restarts=0,
     )
 
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:

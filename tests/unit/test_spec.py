@@ -38,8 +38,8 @@ def test_valid_layouts(script: str) -> None:
     [
         ({"ps": 2}, "parameter-server job needs workers: got num_ps=2"),
         ({}, "no chief and no worker"),
-        ({"chief": 2, "worker": 1}, "num_chief must be 0 or 1, got 2"),
-        ({"worker": 1, "evaluator": 2}, "num_evaluator must be 0 or 1, got 2"),
+        ({"chief": 2, "worker": 1}, "num_chief must be between 0 and 1, got 2"),
+        ({"worker": 1, "evaluator": 2}, "num_evaluator must be between 0 and 1, got 2"),
     ],
 )
 def test_bad_layouts(script: str, layout: dict[str, int], message: str) -> None:
