@@ -305,7 +305,7 @@ def test_timeouts_fire_even_when_yarn_cannot_be_polled() -> None:
 
 
 def test_big_jobs_log_a_summary_instead_of_a_line_per_task(caplog: Any) -> None:
-    caplog.set_level("INFO", logger="am.state")
+    caplog.set_level("INFO", logger="am")
 
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
         register_all(state, launcher)
@@ -330,9 +330,9 @@ def test_big_jobs_scan_every_task_less_often() -> None:
 def test_status_too_big_for_the_kv_store_drops_history_and_failures_are_survived(
     monkeypatch: Any, caplog: Any
 ) -> None:
-    import am.state
+    import am.publish
 
-    monkeypatch.setattr(am.state, "MAX_STATUS_BYTES", 2000)
+    monkeypatch.setattr(am.publish, "MAX_STATUS_BYTES", 2000)
     calls = {"n": 0}
 
     class FlakyKv(FakeLauncher):

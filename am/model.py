@@ -1,0 +1,123 @@
+"""What the master knows about each task: the ``Task`` record, its streams, its refusals.
+
+Plain data and the bounds every part of the master shares; no decisions and no
+YARN calls (those are in :mod:`am.policy` and :mod:`am.reconcile`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from tfyarn._proto import master_pb2 as pb
+from tfyarn.contract.status import TaskState
+from tfyarn.spec import Role
+
+# After a Stop's grace the runtime has this long to exit before we kill it.
+KILL_MARGIN = 5.0
+STDERR_TAIL_CHARS = 4000
+HISTORY_LIMIT = 50
+# Jobs bigger than this log a summary each pass instead of every task's
+# routine steps (which stay in its history), and their status keeps only each
+# task's latest history lines.
+BIG_JOB_TASKS = 200
+
+
+class TaskRejected(Exception):
+    """A task's call cannot be accepted; ``code`` is a ``grpc.StatusCode`` name."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Watcher:
+    """One task's WatchCluster stream: a queue of serialized ClusterEvents.
+
+    Events are serialized once per generation and shared by every stream.
+    """
+
+    def __init__(self, task: Task, attempt: int) -> None:
+        self.task = task
+        self.attempt = attempt
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    def put(self, event: bytes) -> None:
+        self._queue.put_nowait(event)
+
+    def close(self) -> None:
+        self._queue.put_nowait(None)
+
+    async def events(self) -> AsyncIterator[bytes]:
+        while True:
+            event = await self._queue.get()
+            if event is None:
+                return
+            yield event
+
+
+@dataclass(eq=False)
+class Task:
+    """One TensorFlow task and its current attempt."""
+
+    role: Role
+    index: int
+    attempt: int = 0
+    state: TaskState = TaskState.REQUESTED
+    container_id: str | None = None
+    yarn_container_id: str | None = None
+    node: str | None = None
+    host: str | None = None
+    port: int | None = None
+    exit_code: int | None = None
+    stderr_tail: str = ""
+    step: int | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    requested_at: float = 0.0
+    last_heartbeat: float | None = None
+    container_ended_at: float | None = None
+    stop_requested_at: float | None = None
+    stop_grace: float = 0.0
+    stop_delivered: bool = False  # a stream carried the Stop to the runtime
+    stop_reason: str = ""
+    history: list[str] = field(default_factory=list)
+    watchers: set[Watcher] = field(default_factory=set)
+    last_progress: float | None = None  # when its step last changed
+    # Why each earlier attempt ended (shown per task in the status).
+    failures: list[str] = field(default_factory=list)
+    # The previous attempt's container, until it has ended (see JobState._retire).
+    retiring: str | None = None
+    retire_by: float = 0.0
+    retire_killed: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.role.value}:{self.index}"
+
+    @property
+    def address(self) -> str | None:
+        return f"{self.host}:{self.port}" if self.host else None
+
+    def where(self) -> str:
+        """Which container and node, for diagnostics."""
+        parts = [f"attempt {self.attempt}"]
+        if self.yarn_container_id:
+            parts.append(self.yarn_container_id)
+        host = self.host or (self.node or "").split(":")[0]
+        if host:
+            parts.append(f"on {host}")
+        return ", ".join(parts)
+
+    def tell_stop(self, event: bytes) -> bool:
+        """Send a serialized Stop on every open stream and close them; True if any."""
+        for watcher in list(self.watchers):
+            watcher.put(event)
+            watcher.close()
+        return bool(self.watchers)
+
+
+def stop_event(reason: str, grace: float) -> bytes:
+    """A serialized ``ClusterEvent`` carrying a Stop."""
+    stop = pb.Stop(reason=reason, grace_seconds=grace)
+    return pb.ClusterEvent(stop=stop).SerializeToString()
