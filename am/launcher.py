@@ -217,7 +217,9 @@ class FakeLauncher(Launcher):
     """In-memory YARN for unit tests: containers wait until a test grants them.
 
     Tests drive it with :meth:`grant` and :meth:`end`, and read what the master
-    did from ``started``, ``killed``, ``kv``, ``progress`` and ``final``.
+    did from ``started``, ``killed``, ``kv``, ``progress`` and ``final``. With
+    ``kill_error`` set, every kill raises it (YARN refusing), and is counted
+    in ``kill_attempts`` all the same.
     """
 
     app_id: str = "application_0_0001"
@@ -229,6 +231,8 @@ class FakeLauncher(Launcher):
     pages: dict[str, str] = field(default_factory=dict)
     final: tuple[str, str] | None = None
     restarts_record: dict[str, Any] | None = None
+    kill_error: Exception | None = None
+    kill_attempts: list[str] = field(default_factory=list)
     _next: dict[str, int] = field(default_factory=dict)
     _granted: int = 0
 
@@ -258,6 +262,10 @@ class FakeLauncher(Launcher):
         )
 
     async def kill(self, container_id: str) -> None:
+        self.kill_attempts.append(container_id)
+        if self.kill_error is not None:
+            error = self.kill_error
+            raise type(error)(*error.args)  # a fresh one each time, as from YARN
         self.killed.append(container_id)
         if container_id in self.containers:
             self.end(container_id, "KILLED", "Killed by user request.")

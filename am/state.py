@@ -163,6 +163,10 @@ class JobState:
         """One reconcile pass, exactly as the loop runs it (for tests to step it)."""
         await self.reconciler.reconcile_once()
 
+    async def until_done(self) -> tuple[Phase, str]:
+        """What :meth:`run` does after :meth:`start`: reconcile until the end."""
+        return await self.reconciler.until_done()
+
     def snapshot(self, *, keep: int | None = None) -> dict[str, Any]:
         """The ``tfyarn.status`` document (see :func:`am.publish.snapshot`)."""
         return snapshot(self, keep=keep)

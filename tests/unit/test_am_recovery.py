@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from _am_support import job
-from test_am_state import Clock, register, run, settle
+from test_am_state import Clock, register, run
 
 from am.launcher import FakeLauncher
 from am.state import JobState, Phase, TaskRejected, TaskState
@@ -36,10 +36,10 @@ def form(state: JobState, launcher: FakeLauncher) -> dict[str, int]:
     return ports
 
 
-async def tick(clock: Clock) -> None:
-    """One second later, after the loop ran (it polls YARN once per tick)."""
+async def tick(state: JobState, clock: Clock) -> None:
+    """One second later, one reconcile pass (it polls YARN once per tick)."""
     clock.now += 1
-    await settle()
+    await state.reconcile_once()
 
 
 def started_env(launcher: FakeLauncher, container_id: str) -> dict[str, str]:
@@ -54,11 +54,11 @@ def test_lost_ps_strategy_worker_is_replaced_alone_at_its_old_port() -> None:
         assert state.generation == 1
         launcher.end("worker_1", "KILLED", "Container killed")
         clock.now += 1  # the loop polls YARN once per tick
-        await settle()
+        await state.reconcile_once()
         clock.now += 4  # past END_REPORT_GRACE: lost
-        await settle()
+        await state.reconcile_once()
         clock.now += 1
-        await settle()
+        await state.reconcile_once()
         worker = state.tasks[(Role.WORKER, 1)]
         assert worker.attempt == 1
         assert "worker_2" in launcher.containers  # the replacement's container
@@ -88,7 +88,7 @@ def test_lost_ps_strategy_worker_is_replaced_alone_at_its_old_port() -> None:
             raise AssertionError("old attempt accepted")
         state.task_end("chief", 0, 0, 0, "")
         clock.now += 60
-        await settle()
+        await state.reconcile_once()
 
     state, _ = run(spec, scenario)
     assert state.phase is Phase.SUCCEEDED, state.diagnostics
@@ -106,7 +106,7 @@ def test_lost_ps_restarts_the_whole_cluster_with_a_new_generation() -> None:
         ports = form(state, launcher)
         chief = state.watch("chief", 0, 0, known=0)
         state.task_end("ps", 0, 0, -9, "Killed")
-        await settle()
+        await state.reconcile_once()
         assert state.phase is Phase.RESTARTING
         kinds = [
             pb.ClusterEvent.FromString(e).WhichOneof("event")
@@ -118,13 +118,13 @@ def test_lost_ps_restarts_the_whole_cluster_with_a_new_generation() -> None:
         for cid in ("chief_0", "ps_0", "worker_0"):
             launcher.end(cid, "SUCCEEDED")
         clock.now += 1
-        await settle()
+        await state.reconcile_once()
         # worker_1 ignored its Stop: killed after stop_grace + KILL_MARGIN.
         assert "worker_1" not in launcher.killed
         clock.now += 7
-        await settle()
+        await state.reconcile_once()
         assert "worker_1" in launcher.killed
-        await tick(clock)
+        await tick(state, clock)
         assert len(launcher.started) == 8
         for _, env in launcher.started[4:]:
             assert env["TFYARN_ATTEMPT"] == "1" and env["TFYARN_RESTART"] == "1"
@@ -140,7 +140,7 @@ def test_lost_ps_restarts_the_whole_cluster_with_a_new_generation() -> None:
         assert event.cluster_spec.generation == 2 and event.cluster_spec.restart == 1
         state.task_end("chief", 0, 1, 0, "")
         clock.now += 60
-        await settle()
+        await state.reconcile_once()
 
     state, _ = run(spec, scenario)
     assert state.phase is Phase.SUCCEEDED, state.diagnostics
@@ -155,8 +155,8 @@ def test_replacement_that_cannot_keep_its_address_restarts_the_cluster() -> None
         form(state, launcher)
         state.task_end("worker", 0, 0, 1, "boom")
         launcher.end("worker_0", "FAILED")
-        await tick(clock)
-        await tick(clock)
+        await tick(state, clock)
+        await tick(state, clock)
         assert "worker_2" in launcher.containers
         launcher.grant("worker_2")
         reregister(state, "worker", 0, 1, 4444)  # its old port was taken
@@ -175,7 +175,7 @@ def test_all_reduce_worker_loss_restarts_every_task() -> None:
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
         form(state, launcher)
         state.task_end("worker", 1, 0, -9, "")
-        await settle()
+        await state.reconcile_once()
         assert state.phase is Phase.RESTARTING
         assert state.tasks[(Role.WORKER, 0)].attempt == 1
         state.request_kill("test over")
@@ -191,12 +191,12 @@ def test_past_the_budget_the_job_fails_listing_every_failure() -> None:
         ports = form(state, launcher)
         state.task_end("worker", 1, 0, 3, "first crash")
         launcher.end("worker_1", "FAILED")
-        await tick(clock)
-        await tick(clock)
+        await tick(state, clock)
+        await tick(state, clock)
         launcher.grant("worker_2")
         reregister(state, "worker", 1, 1, ports["worker:1"])
         state.task_end("worker", 1, 1, 4, "second crash")
-        await settle()
+        await state.reconcile_once()
 
     state, launcher = run(spec, scenario)
     assert state.phase is Phase.FAILED
@@ -217,12 +217,12 @@ def test_stalled_job_names_the_tasks_and_restarts_within_budget() -> None:
         clock.now += 20
         state.heartbeat("worker", 0, 0)
         state.heartbeat("worker", 1, 0)
-        await settle()
+        await state.reconcile_once()
         assert state.phase is Phase.RUNNING
         clock.now += 15
         state.heartbeat("worker", 0, 0)
         state.heartbeat("worker", 1, 0)
-        await settle()
+        await state.reconcile_once()
 
     state, launcher = run(spec, scenario)
     assert state.phase is Phase.FAILED
@@ -240,11 +240,11 @@ def test_wedged_worker_is_killed_at_once_and_replaced() -> None:
         clock.now += 11
         for role, index in (("chief", 0), ("ps", 0), ("worker", 0)):
             state.heartbeat(role, index, 0)
-        await settle()
-        await settle()
+        await state.reconcile_once()
+        await state.reconcile_once()
         assert "worker_1" in launcher.killed  # no grace for a silent process
         clock.now += 1
-        await settle()
+        await state.reconcile_once()
         assert "worker_2" in launcher.containers
         state.request_kill("test over")
 
@@ -264,7 +264,7 @@ def test_stop_job_stops_every_task_with_a_grace_and_restarts_nothing() -> None:
         events = [pb.ClusterEvent.FromString(e) async for e in chief.events()]
         assert events[-1].stop.grace_seconds == 4
         state.task_end("worker", 1, 0, -15, "Terminated")  # not a failure now
-        await settle()
+        await state.reconcile_once()
         assert len(launcher.started) == 4 and state.restarts == 0
         state.request_kill("the application master received SIGTERM (killed)")
 
@@ -283,7 +283,7 @@ def test_status_shows_restarts_and_why_each_attempt_ended() -> None:
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
         form(state, launcher)
         state.task_end("worker", 1, 0, 3, "ValueError: bad batch")
-        await settle()
+        await state.reconcile_once()
         state.request_kill("test over")
 
     state, _ = run(spec, scenario)
@@ -308,7 +308,7 @@ def test_each_restart_is_saved_for_a_later_master_attempt() -> None:
         form(state, launcher)
         assert launcher.restarts_record is None  # nothing to carry over yet
         state.task_end("ps", 0, 0, 1, "ps crashed")
-        await tick(clock)
+        await tick(state, clock)
         state.request_kill("test over")
 
     _, launcher = run(job(tasks=PS_JOB, max_restarts=3), scenario)

@@ -33,20 +33,15 @@ def run(
 
     async def main() -> None:
         state = JobState(spec, launcher, clock=clock, tick=0.01, master_address="m:1")
-        loop_task = asyncio.create_task(state.run())
-        await settle()
+        await state.start()  # the loop's beginning: every task's container asked for
+        await state.reconcile_once()  # and its first pass
         await scenario(state, launcher, clock)
-        await asyncio.wait_for(loop_task, 5)
+        await asyncio.wait_for(state.until_done(), 5)
         result["state"] = state
 
     result: dict[str, Any] = {}
     asyncio.run(main())
     return result["state"], launcher
-
-
-async def settle() -> None:
-    for _ in range(5):
-        await asyncio.sleep(0.02)
 
 
 def register(state: JobState, role: str, index: int, port: int) -> None:
@@ -97,7 +92,7 @@ def test_cluster_forms_when_every_tf_task_registered_then_lead_success_ends_job(
         ps_stream = state.watch("ps", 0, 0, known=0)
         worker_stream = state.watch("worker", 1, 0, known=0)
         state.task_end("chief", 0, 0, 0, "")
-        await settle()
+        await state.reconcile_once()
         assert state.phase is Phase.FINISHING
         # Under ParameterServerStrategy ps, workers and the evaluator only serve
         # the coordinator: all are told to stop at once, without worker_grace.
@@ -132,11 +127,11 @@ def test_training_workers_get_worker_grace_after_the_lead_succeeds() -> None:
         worker_stream = state.watch("worker", 1, 0, known=0)
         state.task_end("worker", 0, 0, 0, "")  # a worker may finish first
         state.task_end("chief", 0, 0, 0, "")
-        await settle()
+        await state.reconcile_once()
         assert state.phase is Phase.FINISHING
         assert state.tasks[(Role.WORKER, 1)].stop_requested_at is None
         clock.now += 6  # past worker_grace
-        await settle()
+        await state.reconcile_once()
         assert state.tasks[(Role.WORKER, 1)].stop_requested_at is not None
         kinds = [
             pb.ClusterEvent.FromString(e).WhichOneof("event")
@@ -184,7 +179,7 @@ def test_registration_timeout_names_missing_tasks_and_what_they_wait_for() -> No
         launcher.grant("worker_0")
         register(state, "ps", 0, 1)
         clock.now += 121
-        await settle()
+        await state.reconcile_once()
 
     _, launcher = run(spec, scenario)
     assert launcher.final is not None
@@ -205,10 +200,10 @@ def test_container_that_disappears_without_reporting_counts_as_failed() -> None:
             "worker_1", "FAILED", "Container killed on request. Exit code is 137"
         )
         clock.now += 1  # the next poll sees the container gone
-        await settle()
+        await state.reconcile_once()
         assert state.phase is Phase.RUNNING  # a ReportTaskEnd may still come
         clock.now += 5  # past the grace for a late ReportTaskEnd
-        await settle()
+        await state.reconcile_once()
 
     state, launcher = run(job(tasks={"worker": 2}), scenario)
     assert launcher.final is not None
@@ -223,10 +218,10 @@ def test_silent_task_is_lost_after_the_heartbeat_timeout() -> None:
         register_all(state, launcher)
         clock.now += 20
         state.heartbeat("worker", 0, 0)  # worker 0 is alive, worker 1 wedged
-        await settle()
+        await state.reconcile_once()
         assert state.phase is Phase.RUNNING
         clock.now += 15
-        await settle()
+        await state.reconcile_once()
 
     _, launcher = run(job(tasks={"worker": 2}, heartbeat_timeout=30), scenario)
     assert launcher.final is not None and launcher.final[0] == "FAILED"
@@ -260,7 +255,7 @@ def test_status_snapshot_is_published_with_the_agreed_keys() -> None:
         register_all(state, launcher)
         state.progress("worker", 0, 0, 7, {"loss": 0.5, "total_steps": 10})
         clock.now += 1  # status publication is throttled
-        await settle()
+        await state.reconcile_once()
         snap = json.loads(launcher.kv[STATUS_KEY])
         assert snap["phase"] == "RUNNING" and snap["generation"] == 1
         assert {
@@ -297,7 +292,7 @@ def test_timeouts_fire_even_when_yarn_cannot_be_polled() -> None:
 
         launcher.poll = broken  # type: ignore[method-assign]
         clock.now += 31
-        await settle()
+        await state.reconcile_once()
 
     _, launcher = run(job(tasks={"worker": 1}, registration_timeout=30), scenario)
     assert launcher.final is not None and launcher.final[0] == "FAILED"
@@ -310,7 +305,7 @@ def test_big_jobs_log_a_summary_instead_of_a_line_per_task(caplog: Any) -> None:
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
         register_all(state, launcher)
         clock.now += 2 * state.tick  # the next pass scans (and summarizes)
-        await settle()
+        await state.reconcile_once()
         state.request_kill("test over")
 
     state, _ = run(job(tasks={"ps": 1, "worker": 300}), scenario)
@@ -347,13 +342,12 @@ def test_status_too_big_for_the_kv_store_drops_history_and_failures_are_survived
 
     async def main() -> JobState:
         state = JobState(job(tasks={"worker": 20}), launcher, clock=clock, tick=0.01)
-        loop_task = asyncio.create_task(state.run())
+        await state.start()
         for _ in range(6):
             clock.now += 5  # a refresh is due even with nothing new
-            state._poke()
-            await settle()
+            await state.reconcile_once()
         state.request_kill("test over")
-        await asyncio.wait_for(loop_task, 5)
+        await asyncio.wait_for(state.until_done(), 5)
         return state
 
     state = asyncio.run(main())
