@@ -18,13 +18,13 @@ from grpc_health.v1 import health
 from am.launcher import FakeLauncher
 from am.servicer import create_server, mark_serving
 from am.state import JobState
+from tfyarn.contract.channel import credentials_of
 from tfyarn.spec import JobSpec
 
 
 def new_credentials() -> tuple[bytes, bytes]:
     """A fresh (cert, key) pair like the one skein makes for every application."""
-    security = skein.Security.new_credentials()
-    return security._get_bytes("cert"), security._get_bytes("key")
+    return credentials_of(skein.Security.new_credentials())
 
 
 def job(**kwargs: Any) -> JobSpec:
