@@ -17,6 +17,8 @@ import os
 import signal
 import socket
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from grpc_health.v1 import health
@@ -32,10 +34,19 @@ from tfyarn.spec import JobSpec
 log = logging.getLogger("am")
 
 
-async def serve(spec: JobSpec, launcher: Launcher, *, host: str) -> int:
-    """Run the master for one job; return the process exit code."""
+async def serve(
+    spec: JobSpec,
+    launcher: Launcher,
+    *,
+    host: str,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Run the master for one job; return the process exit code.
+
+    ``clock`` times the job's timeouts (tests run it faster).
+    """
     cert, key = find_credentials()
-    state = JobState(spec, launcher)
+    state = JobState(spec, launcher, clock=clock)
     attempt = am_attempt(os.environ.get("CONTAINER_ID", ""))
     previous = await launcher.previous_final() if attempt > 1 else None
     if previous is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,12 @@ def test_am_attempt_from_container_id() -> None:
     assert am_attempt("container_e17_1795314317772_0008_02_000001") == 2
     assert am_attempt("container_1795314317772_0008_01_000001") == 1
     assert am_attempt("") == 1
+
+
+def fast_clock() -> float:
+    """Twenty seconds a second: a registration timeout of 1 s is over at the
+    loop's second pass (half a second later), not its third."""
+    return 20 * time.monotonic()
 
 
 @pytest.fixture
@@ -36,7 +43,9 @@ def test_serve_publishes_address_adds_page_and_ends_the_app() -> None:
     launcher = FakeLauncher()
     spec = job(tasks={"worker": 1}, registration_timeout=1.0)
 
-    code = asyncio.run(asyncio.wait_for(serve(spec, launcher, host="127.0.0.1"), 30))
+    code = asyncio.run(
+        asyncio.wait_for(serve(spec, launcher, host="127.0.0.1", clock=fast_clock), 30)
+    )
 
     assert code == 1
     assert launcher.kv[MASTER_KEY].startswith("127.0.0.1:")
@@ -78,7 +87,9 @@ def test_a_reattempt_goes_on_with_the_restarts_charged_before() -> None:
     }
     spec = job(tasks={"worker": 1}, registration_timeout=1.0, max_restarts=1)
 
-    code = asyncio.run(asyncio.wait_for(serve(spec, launcher, host="127.0.0.1"), 30))
+    code = asyncio.run(
+        asyncio.wait_for(serve(spec, launcher, host="127.0.0.1", clock=fast_clock), 30)
+    )
 
     assert code == 1
     # One restart by the first attempt, one for the new master attempt.
