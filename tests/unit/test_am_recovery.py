@@ -6,9 +6,11 @@ from _am_support import job
 from test_am_state import Clock, register, run
 
 from am.launcher import FakeLauncher
-from am.state import JobState, Phase, TaskRejected, TaskState
+from am.model import TaskRejected
+from am.state import JobState
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.contract import clusterspec as _clusterspec
+from tfyarn.contract.status import Phase, TaskState
 from tfyarn.spec import Role
 
 PS_JOB = {"chief": 1, "ps": 1, "worker": 2}

@@ -7,11 +7,11 @@ import pytest
 from _am_support import LiveMaster, job, new_credentials
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from am.state import Phase
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
 from tfyarn.contract import clusterspec as _clusterspec
 from tfyarn.contract.channel import CHANNEL_OPTIONS, secure_channel
+from tfyarn.contract.status import Phase
 
 
 @pytest.fixture

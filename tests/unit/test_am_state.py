@@ -10,6 +10,7 @@ from typing import Any
 from _am_support import job
 
 from am.launcher import FakeLauncher
+from am.model import TaskRejected
 from am.state import JobState
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.contract.status import STATUS_KEY, Phase, TaskState
@@ -231,7 +232,6 @@ def test_silent_task_is_lost_after_the_heartbeat_timeout() -> None:
 
 
 def test_stale_attempt_and_unknown_task_are_refused() -> None:
-    from am.state import TaskRejected
 
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
         for call, code in (
