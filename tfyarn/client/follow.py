@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tfyarn.client import config
 from tfyarn.client.connection import DONE, check_app_id, opened, yarn_errors
 from tfyarn.client.jobs import (
     JobStatus,
@@ -26,7 +27,7 @@ def wait(
     *,
     on_event: Callable[[str], None] | None = None,
     timeout: float | None = None,
-    poll_interval: float = 1.0,
+    poll_interval: float | None = None,
     client: Any | None = None,
 ) -> JobStatus:
     """Follow a job until it ends.
@@ -42,7 +43,8 @@ def wait(
     timeout
         Give up (the job keeps running) after this many seconds.
     poll_interval
-        Seconds between polls.
+        Seconds between polls; default the config's ``poll_interval``
+        (``conf/tfyarn.yaml``, then ``~/.config/tfyarn/config.yaml``).
     client
         An open :func:`connect` client to reuse.
 
@@ -63,6 +65,8 @@ def wait(
     >>> tfyarn.wait("application_1700000000000_0001", on_event=print)  # doctest: +SKIP
     """
     app_id = check_app_id(app_id)
+    if poll_interval is None:
+        poll_interval = config.client_options(config.load()).poll_interval
     with opened(client) as yarn:
         return follow(
             yarn,
@@ -78,8 +82,8 @@ def follow(
     app_id: str,
     *,
     on_event: Callable[[str], None] | None,
+    poll_interval: float,
     timeout: float | None = None,
-    poll_interval: float = 1.0,
     spec: JobSpec | None = None,
 ) -> JobStatus:
     """:func:`wait` on an open client; with ``spec``, bound the wait for YARN to start it."""
