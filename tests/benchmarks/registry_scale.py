@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
 from tfyarn.contract import clusterspec as _clusterspec
-from tfyarn.contract.channel import CHANNEL_OPTIONS
+from tfyarn.contract.channel import CHANNEL_OPTIONS, credentials_of
 
 CHANNELS = 128
 
@@ -40,7 +40,7 @@ def _credentials(directory: Path) -> tuple[bytes, bytes]:
     import skein
 
     security = skein.Security.new_credentials()
-    cert, key = security._get_bytes("cert"), security._get_bytes("key")
+    cert, key = credentials_of(security)
     (directory / "cert.pem").write_bytes(cert)
     (directory / "key.pem").write_bytes(key)
     return cert, key

@@ -29,7 +29,7 @@ import skein
 from tfyarn import client
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
-from tfyarn.contract.channel import secure_channel
+from tfyarn.contract.channel import credentials_of, secure_channel
 from tfyarn.contract.status import MASTER_KEY, STATUS_KEY
 from tfyarn.errors import TfyarnError
 from tfyarn.spec import JobSpec
@@ -174,7 +174,7 @@ def test_cluster_forms_tf_config_is_right_and_lead_success_ends_the_job(
         address = app.kv[MASTER_KEY].decode()
         other = skein.Security.new_credentials()
         intruder = master_pb2_grpc.MasterStub(
-            secure_channel(address, other._get_bytes("cert"), other._get_bytes("key"))
+            secure_channel(address, *credentials_of(other))
         )
         with pytest.raises(grpc.RpcError) as refused:
             intruder.RegisterTask(
@@ -190,9 +190,7 @@ def test_cluster_forms_tf_config_is_right_and_lead_success_ends_the_job(
         # With the app's credentials the same service answers.
         security = yarn.security
         friend = master_pb2_grpc.MasterStub(
-            secure_channel(
-                address, security._get_bytes("cert"), security._get_bytes("key")
-            )
+            secure_channel(address, *credentials_of(security))
         )
         friend.Heartbeat(
             pb.HeartbeatRequest(task=pb.TaskKey(role="worker", index=1)), timeout=10

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from _am_support import LiveMaster, job
 
-from am.state import Phase
 from tfyarn import runtime
+from tfyarn.contract.status import Phase
 from tfyarn.errors import SpecError
 from tfyarn.runtime import Runtime, TaskContext, Timeouts
 from tfyarn.spec import JobSpec

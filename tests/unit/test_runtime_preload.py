@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from _am_support import LiveMaster, job
 
-from am.state import Phase
 from tfyarn import runtime
 from tfyarn.client import config
+from tfyarn.contract.status import Phase
 from tfyarn.errors import SpecError
 from tfyarn.runtime import BOOTSTRAP, Runtime, TaskContext, Timeouts
 
