@@ -51,6 +51,50 @@ class Role(str, Enum):
 ROLES: tuple[Role, ...] = (Role.CHIEF, Role.PS, Role.WORKER, Role.EVALUATOR)
 
 
+class RestartPolicy(str, Enum):
+    """Which failures the master restarts (``restart_policy``; am/policy.py)."""
+
+    # Any failure within max_restarts, but never the same script error twice.
+    ON_FAILURE = "on_failure"
+    # Only transient failures (signals, lost containers, nodes or heartbeats)
+    # and retry_exit_codes, within max_restarts.
+    TRANSIENT_ONLY = "transient_only"
+    NEVER = "never"
+
+
+def _restart_policy(value: object) -> RestartPolicy:
+    try:
+        return RestartPolicy(str(getattr(value, "value", value)).strip().lower())
+    except ValueError:
+        known = ", ".join(p.value for p in RestartPolicy)
+        raise SpecError(
+            f"restart_policy must be one of {known}, got {value!r}"
+        ) from None
+
+
+def _exit_codes(value: object) -> tuple[int, ...]:
+    """``retry_exit_codes``: whole numbers 1..255, given as numbers or "75,76"."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise SpecError(f"retry_exit_codes must be a list of exit codes, got {value!r}")
+    codes = []
+    for item in items:
+        for part in str(item).split(","):
+            try:
+                code = int(part)
+            except ValueError:
+                raise SpecError(
+                    f"retry_exit_codes: {part!r} is not an exit code (1 to 255)"
+                ) from None
+            if not 0 < code < 256 or isinstance(item, bool):
+                raise SpecError(
+                    f"retry_exit_codes: {code} is not an exit code a script can "
+                    "ask for a restart with (1 to 255; 0 is success)"
+                )
+            codes.append(code)
+    return tuple(sorted(set(codes)))
+
+
 def _default(key: str) -> Callable[[], Any]:
     """A dataclass ``default_factory``: the shipped default of option ``key``."""
     return lambda: _options.default(key)
@@ -147,6 +191,12 @@ class JobSpec:
     max_am_attempts: int = field(default_factory=_default("max_am_attempts"))
     # Recovery and liveness (issue 5).
     max_restarts: int = field(default_factory=_default("max_restarts"))
+    # Which failures are restarted, and the exit codes that ask for a restart
+    # (issue 13; am/policy.py: decide).
+    restart_policy: RestartPolicy = field(default_factory=_default("restart_policy"))
+    retry_exit_codes: tuple[int, ...] = field(
+        default_factory=_default("retry_exit_codes")
+    )
     registration_timeout: float = field(
         default_factory=_default("registration_timeout")
     )
@@ -175,6 +225,8 @@ class JobSpec:
                     "(or --no_preimport to import nothing early)"
                 )
         object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
+        object.__setattr__(self, "restart_policy", _restart_policy(self.restart_policy))
+        object.__setattr__(self, "retry_exit_codes", _exit_codes(self.retry_exit_codes))
         for f in dataclasses.fields(self):
             key = _OPTION_OF.get(f.name, f.name)
             value = getattr(self, f.name)
@@ -300,6 +352,8 @@ class JobSpec:
         out["files"] = list(self.files)
         out["preimport"] = list(self.preimport)
         out["env"] = dict(self.env)
+        out["restart_policy"] = self.restart_policy.value
+        out["retry_exit_codes"] = list(self.retry_exit_codes)
         return out
 
     @classmethod

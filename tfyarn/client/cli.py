@@ -125,7 +125,9 @@ def _add_submit(subparsers: Any) -> None:
             group.add_argument(
                 flag,
                 action="append",
-                metavar="MODULE" if key == "preimport" else "PATH",
+                metavar={"preimport": "MODULE", "retry_exit_codes": "CODE"}.get(
+                    key, "PATH"
+                ),
                 default=None,
                 help=helptext + " Repeatable or comma-separated.",
             )

@@ -163,6 +163,8 @@ def to_spec(
         am_vcores=config["am_vcores"],
         max_am_attempts=config["max_am_attempts"],
         max_restarts=config["max_restarts"],
+        restart_policy=config["restart_policy"],
+        retry_exit_codes=tuple(config["retry_exit_codes"]),
         registration_timeout=config["registration_timeout"],
         heartbeat_interval=config["heartbeat_interval"],
         heartbeat_timeout=config["heartbeat_timeout"],
