@@ -7,18 +7,49 @@ as a table (tests/unit/test_am_policy.py). :class:`am.state.JobState` asks
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from enum import Enum
 
-from tfyarn.spec import Role
+from tfyarn.spec import RestartPolicy, Role
 
 
 class Action(Enum):
     """What the master does about a failed task (see :func:`decide`)."""
 
-    FAIL_JOB = "fail the job"
+    FAIL_JOB = "fail the job: the restart budget is used up"
+    FAIL_REPEATED = "fail the job: the same error again"
+    FAIL_NOT_RETRIED = "fail the job: the restart policy does not retry this"
     REPLACE_TASK = "replace the task alone"
     RESTART_CLUSTER = "restart the whole TensorFlow cluster"
     IGNORE = "ignore"  # the job's outcome (or a restart) is already decided
+
+    def fails(self) -> bool:
+        return self in (Action.FAIL_JOB, Action.FAIL_REPEATED, Action.FAIL_NOT_RETRIED)
+
+
+class Failure(Enum):
+    """How a task failed: the script's own doing, or its surroundings'."""
+
+    EXIT = "the script exited with an error"
+    RETRY_EXIT = "the script asked for a restart (an exit code of retry_exit_codes)"
+    SIGNAL = "the script was killed by a signal"
+    LOST = "the container ended without a report (lost, preempted, node gone)"
+    SILENT = "no heartbeat (a wedged process, a dead node or network)"
+    UNREGISTERED = "not registered in time"
+    STALL = "no training progress"
+
+    def is_transient(self) -> bool:
+        """Bad luck that a new attempt may not meet again (Kubeflow's "retryable")."""
+        return self in (Failure.SIGNAL, Failure.LOST, Failure.SILENT)
+
+
+def classify_exit(code: int, retry_exit_codes: Collection[int] = ()) -> Failure:
+    """The kind of a non-zero exit: negative codes are signals (Popen's convention)."""
+    if code < 0:
+        return Failure.SIGNAL
+    if code in retry_exit_codes:
+        return Failure.RETRY_EXIT
+    return Failure.EXIT
 
 
 def uses_ps_strategy(*, chiefs: int, ps: int, legacy_flags: bool) -> bool:
@@ -35,6 +66,9 @@ def decide(
     ps_strategy: bool,
     budget_used: int,
     max_restarts: int,
+    failure: Failure = Failure.EXIT,
+    repeated: bool = False,
+    restart_policy: RestartPolicy = RestartPolicy.ON_FAILURE,
     outcome_decided: bool = False,
     lead_finished: bool = False,
     stopping: bool = False,
@@ -43,6 +77,14 @@ def decide(
 
     - The job's outcome is settled (decided, the lead finished, or ``tfyarn
       kill`` is stopping it): ignore.
+    - ``restart_policy`` ``never``: fail the job.
+    - The script exited with the error it already failed with (``repeated``:
+      same role, same error line): fail the job. A script that fails the same
+      way twice fails that way every time (a bug, a missing file); restarting
+      it only spends the budget. Transient failures and exit codes the script
+      uses to ask for a restart are never "repeated".
+    - ``transient_only``: fail the job unless the failure is transient (a
+      signal, a lost container or node, a lost heartbeat) or a retry exit code.
     - The restart budget (``max_restarts``) is used up: fail the job.
     - A worker of a ParameterServerStrategy job, or an evaluator: replace that
       task alone, at the same address; the coordinator absorbs the loss and
@@ -56,15 +98,36 @@ def decide(
     >>> decide(role=Role.WORKER, ps_strategy=True, budget_used=0, max_restarts=3)
     <Action.REPLACE_TASK: 'replace the task alone'>
     >>> decide(role=Role.PS, ps_strategy=True, budget_used=3, max_restarts=3)
-    <Action.FAIL_JOB: 'fail the job'>
+    <Action.FAIL_JOB: 'fail the job: the restart budget is used up'>
+    >>> decide(role=Role.WORKER, ps_strategy=False, budget_used=1,
+    ...        max_restarts=10, repeated=True)
+    <Action.FAIL_REPEATED: 'fail the job: the same error again'>
     """
     if outcome_decided or lead_finished or stopping:
         return Action.IGNORE
+    if restart_policy is RestartPolicy.NEVER:
+        return Action.FAIL_NOT_RETRIED
+    if repeated and failure is Failure.EXIT:
+        return Action.FAIL_REPEATED
+    if (
+        restart_policy is RestartPolicy.TRANSIENT_ONLY
+        and not failure.is_transient()
+        and failure is not Failure.RETRY_EXIT
+    ):
+        return Action.FAIL_NOT_RETRIED
     if budget_used >= max_restarts:
         return Action.FAIL_JOB
     if role is Role.EVALUATOR or (role is Role.WORKER and ps_strategy):
         return Action.REPLACE_TASK
     return Action.RESTART_CLUSTER
+
+
+def error_signature(role: Role, error: str, code: int) -> str:
+    """What makes two script failures "the same error": the role and error line.
+
+    A script that printed nothing is known by its exit code instead.
+    """
+    return f"{role.value}: {error or f'exit code {code}'}"
 
 
 def serving_roles(*, ps_strategy: bool) -> frozenset[Role]:
@@ -94,6 +157,46 @@ def budget_message(
         f"{reason}\nThe restart budget is used up ({budget_used} of "
         f"max_restarts={max_restarts}); every failure of this job:"
     )
-    for n, failure in enumerate([*failures[:-1], reason], 1):
-        text += f"\n{n}. {failure}"
-    return text + "\n(raise --max_restarts to allow more restarts)"
+    return (
+        text
+        + _numbered(failures, reason)
+        + ("\n(raise --max_restarts to allow more restarts)")
+    )
+
+
+def _numbered(failures: list[str], reason: str) -> str:
+    return "".join(
+        f"\n{n}. {failure}" for n, failure in enumerate([*failures[:-1], reason], 1)
+    )
+
+
+def repeat_message(error: str, role: Role, reason: str, failures: list[str]) -> str:
+    """Why the job failed on a repeated error: that error first, then the story.
+
+    ``failures`` ends with ``reason`` (the second failure with ``error``).
+    """
+    return (
+        f"{error}\n"
+        f"This error repeated: a {role.value} task failed with it before, and a "
+        "script that fails the same way twice fails that way every time (a bug, "
+        "a missing file), so the job is not restarted again. Every failure of "
+        "this job:" + _numbered(failures, reason)
+    )
+
+
+def policy_message(
+    reason: str, failures: list[str], *, restart_policy: RestartPolicy
+) -> str:
+    """Why the job failed on a failure its restart policy does not retry."""
+    if restart_policy is RestartPolicy.NEVER:
+        why = "restart_policy=never: no failure is restarted"
+    else:
+        why = (
+            "restart_policy=transient_only restarts only lost containers, "
+            "signals, lost heartbeats and retry_exit_codes, not this failure"
+        )
+    if len(failures) <= 1:
+        return f"{reason}\n({why})"
+    return f"{reason}\n({why}). Every failure of this job:" + _numbered(
+        failures, reason
+    )

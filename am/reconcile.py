@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from am.launcher import PENDING_STATES
 from am.model import KILL_MARGIN, Task, stop_event
+from am.policy import Failure
 from tfyarn.contract import env as _env
 from tfyarn.contract.heartbeat import heartbeat_interval, heartbeat_timeout
 from tfyarn.contract.status import Phase, TaskState
@@ -309,6 +310,7 @@ class Reconciler:
             f"{task.key} ({task.where()}) was lost: its container ended "
             f"{info.state} without the task reporting an exit code "
             f"(YARN: {message})",
+            Failure.LOST,
         )
 
     def _check_registration(self, now: float) -> None:
@@ -330,6 +332,7 @@ class Reconciler:
             late[0],
             f"{len(late)} task(s) did not register within the registration timeout "
             f"of {timeout:.0f} s: {reasons}",
+            Failure.UNREGISTERED,
         )
 
     def _waiting_for(self, task: Task, now: float) -> str:
@@ -368,6 +371,7 @@ class Reconciler:
                     f"{task.key} ({task.where()}) sent no heartbeat for {silent:.0f} s "
                     f"(limit {timeout:.0f} s): its process is wedged or its node "
                     "or network is gone",
+                    Failure.SILENT,
                 )
 
     def _check_stall(self, now: float) -> None:
@@ -398,6 +402,7 @@ class Reconciler:
             state.lead,
             f"the job stalled: no task reported training progress for {idle:.0f} s "
             f"(stall_timeout {timeout:.0f} s): " + "; ".join(named),
+            Failure.STALL,
         )
 
     # -- the end ----------------------------------------------------------------------

@@ -32,11 +32,12 @@ from am.model import (
     Watcher,
     stop_event,
 )
-from am.policy import Action
+from am.policy import Action, Failure
 from am.publish import Publisher, snapshot, yarn_progress
 from am.reconcile import Reconciler
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.contract import clusterspec as _clusterspec
+from tfyarn.contract.failure import error_first, error_line
 from tfyarn.contract.status import Phase, TaskState
 from tfyarn.spec import ROLES, JobSpec, Role
 
@@ -106,6 +107,9 @@ class JobState:
         # Whole-cluster restarts: ClusterSpec.restart / TFYARN_RESTART.
         self.cluster_restarts = 0
         self.failures: list[str] = []
+        # The script errors the job already failed with (policy.error_signature):
+        # the same one again is a bug, not bad luck (restart_policy).
+        self.errors_seen: set[str] = set()
         self.diagnostics = ""
         self.started = wall()
         self._stamp_second, self._stamp_text = -1, ""
@@ -310,7 +314,8 @@ class JobState:
                 self._on_lead_success()
         else:
             self.mark(task, TaskState.FAILED, f"script exited {code}")
-            self.on_failure(task, self._exit_reason(task))
+            kind = policy.classify_exit(code, self.spec.retry_exit_codes)
+            self.on_failure(task, self._exit_reason(task), kind)
         self._poke()
 
     def stop_job(self, reason: str, grace: float) -> tuple[float, int]:
@@ -346,13 +351,26 @@ class JobState:
 
     # -- decisions --------------------------------------------------------------
 
-    def on_failure(self, task: Task, reason: str) -> None:
-        """A task failed (exit code, lost, silent, late, stalled): carry out the policy."""
+    def on_failure(self, task: Task, reason: str, kind: Failure = Failure.EXIT) -> None:
+        """A task failed (exit code, lost, silent, late, stalled): carry out the policy.
+
+        ``kind`` says whose doing it was (:class:`am.policy.Failure`); a script
+        error is compared with the errors the job already failed with.
+        """
+        error, signature = "", ""
+        if kind is Failure.EXIT:
+            error = error_line(task.stderr_tail)
+            code = task.exit_code if task.exit_code is not None else 1
+            signature = policy.error_signature(task.role, error, code)
+            error = error or f"{task.key} exited with code {code}"
         action = policy.decide(
             role=task.role,
             ps_strategy=self.ps_strategy,
             budget_used=self.budget_used,
             max_restarts=self.spec.max_restarts,
+            failure=kind,
+            repeated=signature in self.errors_seen,
+            restart_policy=self.spec.restart_policy,
             outcome_decided=self.outcome is not None,
             lead_finished=self.finishing_since is not None,
             stopping=self.stopping_since is not None,
@@ -363,7 +381,18 @@ class JobState:
             return
         self.failures.append(reason)
         task.failures.append(reason)
-        if action is Action.FAIL_JOB:
+        if signature:
+            self.errors_seen.add(signature)
+            self.restarts_unsaved = True
+        if action is Action.FAIL_REPEATED:
+            message = policy.repeat_message(error, task.role, reason, self.failures)
+            self.outcome = (Phase.FAILED, message)
+        elif action is Action.FAIL_NOT_RETRIED:
+            message = policy.policy_message(
+                reason, self.failures, restart_policy=self.spec.restart_policy
+            )
+            self.outcome = (Phase.FAILED, message)
+        elif action is Action.FAIL_JOB:
             message = policy.budget_message(
                 reason,
                 self.failures,
@@ -393,6 +422,7 @@ class JobState:
             "cluster_restarts": self.cluster_restarts,
             "restart_reasons": self.restart_reasons,
             "failures": self.failures,
+            "errors_seen": sorted(self.errors_seen),
         }
 
     def resume_after_master_loss(
@@ -409,6 +439,7 @@ class JobState:
         record = record or {}
         self.budget_used = int(record.get("budget_used", 0))
         self.failures = [str(f) for f in record.get("failures", [])]
+        self.errors_seen = {str(e) for e in record.get("errors_seen", [])}
         self.restart_reasons = [str(r) for r in record.get("restart_reasons", [])]
         # Without a record, count each earlier attempt as one restart.
         self.restarts = int(record.get("restarts", attempt - 2))
@@ -485,9 +516,10 @@ class JobState:
         text = f"{task.key} ({task.where()}) exited with code {task.exit_code}"
         if task.exit_code is not None and task.exit_code < 0:
             text += f" (killed by signal {-task.exit_code})"
-        tail = task.stderr_tail.strip()
-        if tail:
-            lines = tail.splitlines()[-20:]
+        if task.stderr_tail.strip():
+            # The exception line first: a tail cut through a traceback would
+            # otherwise show frames and ^^^^ markers, not the error.
+            lines = error_first(task.stderr_tail).splitlines()
             text += ". Last lines of its stderr:\n" + "\n".join(
                 "  " + line for line in lines
             )

@@ -6,12 +6,17 @@ import pytest
 
 from am.policy import (
     Action,
+    Failure,
     budget_message,
+    classify_exit,
     decide,
+    error_signature,
+    policy_message,
+    repeat_message,
     serving_roles,
     uses_ps_strategy,
 )
-from tfyarn.spec import Role
+from tfyarn.spec import RestartPolicy, Role
 
 FAIL, REPLACE, RESTART, IGNORE = (
     Action.FAIL_JOB,
@@ -113,3 +118,137 @@ def test_the_budget_message_lists_every_failure_numbered() -> None:
         "2. w:1 crashed again",
         "(raise --max_restarts to allow more restarts)",
     ]
+
+
+# Issue 13: whose failure it was, whether its error repeats, the restart policy.
+ON, TRANSIENT, NEVER = (
+    RestartPolicy.ON_FAILURE,
+    RestartPolicy.TRANSIENT_ONLY,
+    RestartPolicy.NEVER,
+)
+FAIL_AGAIN, NOT_RETRIED = Action.FAIL_REPEATED, Action.FAIL_NOT_RETRIED
+K = Failure
+# failure kind, repeated, restart policy, budget used, expected (all-reduce worker)
+KIND_CASES = [
+    # on_failure: every kind is restarted within the budget ...
+    (K.EXIT, False, ON, 0, RESTART),
+    (K.RETRY_EXIT, False, ON, 0, RESTART),
+    (K.SIGNAL, False, ON, 0, RESTART),
+    (K.LOST, False, ON, 0, RESTART),
+    (K.SILENT, False, ON, 0, RESTART),
+    (K.UNREGISTERED, False, ON, 0, RESTART),
+    (K.STALL, False, ON, 0, RESTART),
+    # ... but a script error seen before ends the job, budget or not.
+    (K.EXIT, True, ON, 1, FAIL_AGAIN),
+    (K.EXIT, True, ON, 9, FAIL_AGAIN),
+    # Only a script's own error can repeat: transient kinds and retry codes
+    # are restarted however often they come back.
+    (K.RETRY_EXIT, True, ON, 1, RESTART),
+    (K.SIGNAL, True, ON, 1, RESTART),
+    (K.LOST, True, ON, 1, RESTART),
+    # The budget still bounds everything.
+    (K.SIGNAL, False, ON, 10, FAIL),
+    (K.RETRY_EXIT, False, ON, 10, FAIL),
+    # transient_only: signals, lost containers and heartbeats, retry codes.
+    (K.SIGNAL, False, TRANSIENT, 0, RESTART),
+    (K.LOST, False, TRANSIENT, 0, RESTART),
+    (K.SILENT, False, TRANSIENT, 0, RESTART),
+    (K.RETRY_EXIT, False, TRANSIENT, 0, RESTART),
+    (K.EXIT, False, TRANSIENT, 0, NOT_RETRIED),
+    (K.UNREGISTERED, False, TRANSIENT, 0, NOT_RETRIED),
+    (K.STALL, False, TRANSIENT, 0, NOT_RETRIED),
+    (K.LOST, False, TRANSIENT, 10, FAIL),
+    # never: nothing is restarted, whatever the budget.
+    (K.SIGNAL, False, NEVER, 0, NOT_RETRIED),
+    (K.RETRY_EXIT, False, NEVER, 0, NOT_RETRIED),
+    (K.EXIT, False, NEVER, 0, NOT_RETRIED),
+]
+
+
+@pytest.mark.parametrize(("kind", "repeated", "rule", "used", "action"), KIND_CASES)
+def test_each_kind_of_failure_under_each_restart_policy(
+    kind: Failure, repeated: bool, rule: RestartPolicy, used: int, action: Action
+) -> None:
+    got = decide(
+        role=Role.WORKER,
+        ps_strategy=False,
+        budget_used=used,
+        max_restarts=10,
+        failure=kind,
+        repeated=repeated,
+        restart_policy=rule,
+    )
+    assert got is action
+
+
+def test_a_repeated_error_of_a_ps_worker_fails_instead_of_replacing() -> None:
+    common = {"role": Role.WORKER, "ps_strategy": True, "max_restarts": 10}
+    assert decide(budget_used=0, **common) is REPLACE
+    assert decide(budget_used=1, repeated=True, **common) is FAIL_AGAIN
+
+
+@pytest.mark.parametrize("rule", list(RestartPolicy))
+def test_a_settled_job_ignores_failures_under_every_policy(
+    rule: RestartPolicy,
+) -> None:
+    action = decide(
+        role=Role.CHIEF,
+        ps_strategy=True,
+        budget_used=0,
+        max_restarts=3,
+        repeated=True,
+        restart_policy=rule,
+        stopping=True,
+    )
+    assert action is IGNORE
+
+
+def test_only_signals_lost_containers_and_heartbeats_are_transient() -> None:
+    assert {k for k in Failure if k.is_transient()} == {
+        Failure.SIGNAL,
+        Failure.LOST,
+        Failure.SILENT,
+    }
+    assert all(a.fails() for a in (FAIL, FAIL_AGAIN, NOT_RETRIED))
+    assert not any(a.fails() for a in (REPLACE, RESTART, IGNORE))
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"),
+    [(1, K.EXIT), (2, K.EXIT), (75, K.RETRY_EXIT), (-9, K.SIGNAL), (-15, K.SIGNAL)],
+)
+def test_exit_codes_are_classified(code: int, kind: Failure) -> None:
+    assert classify_exit(code, retry_exit_codes=(75,)) is kind
+
+
+def test_the_same_error_means_the_same_role_and_error_line() -> None:
+    sig = error_signature
+    assert sig(Role.WORKER, "ValueError: x", 1) == sig(Role.WORKER, "ValueError: x", 2)
+    assert sig(Role.WORKER, "ValueError: x", 1) != sig(Role.CHIEF, "ValueError: x", 1)
+    assert sig(Role.WORKER, "ValueError: x", 1) != sig(Role.WORKER, "ValueError: y", 1)
+    # A script that printed nothing is known by its exit code.
+    assert sig(Role.PS, "", 3) != sig(Role.PS, "", 4)
+
+
+def test_the_repeat_message_leads_with_the_error_and_says_it_repeated() -> None:
+    text = repeat_message(
+        "ValueError: bad",
+        Role.WORKER,
+        "worker:0 attempt 1 ... ValueError: bad",
+        ["worker:0 attempt 0 ... ValueError: bad", "worker:0 attempt 1 ..."],
+    )
+    first, second, *rest = text.splitlines()
+    assert first == "ValueError: bad"
+    assert second.startswith("This error repeated: a worker task failed with it")
+    assert rest == [
+        "1. worker:0 attempt 0 ... ValueError: bad",
+        "2. worker:0 attempt 1 ... ValueError: bad",
+    ]
+
+
+def test_the_policy_message_names_the_policy() -> None:
+    assert policy_message("w:0 lost", ["w:0 lost"], restart_policy=NEVER) == (
+        "w:0 lost\n(restart_policy=never: no failure is restarted)"
+    )
+    text = policy_message("b", ["a", "b"], restart_policy=TRANSIENT)
+    assert "restart_policy=transient_only" in text and text.endswith("\n1. a\n2. b")

@@ -54,6 +54,23 @@ def test_a_long_tail_keeps_its_last_lines() -> None:
     tail = "\n".join(f"step {i}" for i in range(100)) + "\nRuntimeError: boom\n"
     lines = error_first(tail, lines=5).splitlines()
     assert lines[0] == "RuntimeError: boom"
-    assert lines[1:] == [f"  step {i}" for i in range(96, 100)] + [
-        "  RuntimeError: boom"
+    # Five lines in all; the error that ends the tail is not said twice.
+    assert lines[1:] == [f"  step {i}" for i in range(96, 100)]
+
+
+def test_an_error_line_before_the_end_stays_in_the_context_too() -> None:
+    tail = "ValueError: bad shape\nflushing logs\n"
+    assert error_first(tail).splitlines() == [
+        "ValueError: bad shape",
+        "  ValueError: bad shape",
+        "  flushing logs",
     ]
+
+
+def test_a_tail_cut_inside_a_traceback_still_leads_with_the_error() -> None:
+    # The runtime keeps only the end of stderr: here mostly ^^^^ markers.
+    wall = "\n".join(["    y = f(x)", "        ^^^^"] * 40)
+    tail = wall[-300:] + "\nKeyError: 'label'\n"
+    text = error_first(tail)
+    assert text.splitlines()[0] == "KeyError: 'label'"
+    assert "^" not in text

@@ -47,13 +47,29 @@ def error_line(stderr_tail: str) -> str:
 
 def error_first(stderr_tail: str, *, lines: int = 15) -> str:
     """The tail for diagnostics: the error line first, then the last ``lines``
-    lines without the ``^^^`` markers (which say nothing in a log excerpt)."""
+    lines without the ``^^^`` markers (which say nothing in a log excerpt),
+    indented. The error line is not said twice when it also ends the tail.
+
+    Examples
+    --------
+    >>> print(error_first("Traceback (most recent call last):\\n"
+    ...                   '  File "train.py", line 3, in <module>\\n'
+    ...                   "    x = [][1]\\n"
+    ...                   "        ~~^^^\\n"
+    ...                   "IndexError: list index out of range"))
+    IndexError: list index out of range
+      Traceback (most recent call last):
+        File "train.py", line 3, in <module>
+          x = [][1]
+    """
     kept = [
-        line
+        line.rstrip()
         for line in stderr_tail.rstrip().splitlines()
         if line.strip() and not _MARKERS.match(line)
-    ][-lines:]
+    ]
     head = error_line(stderr_tail)
     if not head:
-        return "\n".join(kept)
-    return "\n".join([head, *(f"  {line}" for line in kept)])
+        return "\n".join(kept[-lines:])
+    if kept and kept[-1].strip() == head:
+        kept.pop()  # it is the first line already
+    return "\n".join([head, *(f"  {line}" for line in kept[-(lines - 1) :])])
