@@ -1,17 +1,9 @@
 """tfyarn: distributed TensorFlow on Hadoop YARN."""
 
-# The job API (skein and the YARN driver load lazily, on first call).
-from tfyarn.client import (
-    JobStatus,
-    check,
-    connect,
-    kill,
-    list_jobs,
-    logs,
-    status,
-    submit,
-    wait,
-)
+# The job API (skein and the YARN driver load lazily, on first call), with its
+# arguments checked up front (tfyarn/_api.py).
+from tfyarn._api import check, kill, logs, status, submit, wait
+from tfyarn.client import JobStatus, connect, list_jobs
 from tfyarn.errors import (
     ClusterError,
     HdfsError,

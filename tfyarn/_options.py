@@ -88,20 +88,28 @@ def out_of_bounds(key: str, number: float) -> str | None:
 
 # -- memory ------------------------------------------------------------------------
 
+# Every unit is binary, as in spark-submit and YARN (``2g``, ``2GB`` and ``2 GiB``
+# are all 2048 MiB): users of those tools write ``2GB`` meaning 2048 MiB, and a
+# decimal ``GB`` silently gave them 1908 MiB. A bare number is MiB, YARN's unit.
+_FACTOR = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024**2}
 _UNITS_MIB = {
     "": 1,
-    "k": 1 / 1024, "kb": 1000 / 1024**2, "kib": 1 / 1024,
-    "m": 1, "mb": 1000**2 / 1024**2, "mib": 1,
-    "g": 1024, "gb": 1000**3 / 1024**2, "gib": 1024,
-    "t": 1024**2, "tb": 1000**4 / 1024**2, "tib": 1024**2,
-}  # fmt: skip
+    **{p: f for p, f in _FACTOR.items()},
+    **{p + "b": f for p, f in _FACTOR.items()},
+    **{p + "ib": f for p, f in _FACTOR.items()},
+}
+UNITS_HELP = (
+    "a plain number is MiB; units k, m, g, t, KB, MB, GB, TB, KiB, MiB, GiB, TiB "
+    "(any case) are all binary: 2g = 2GB = 2 GiB = 2048 MiB"
+)
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
 def parse_memory(value: Any) -> int:
-    """Memory as whole MiB: ``2048``, ``"2048"``, ``"2 GiB"``, ``"512 MiB"``, ``"1.5g"``.
+    """Memory as whole MiB: ``2048``, ``"2048"``, ``"2g"``, ``"2GB"``, ``"512 MiB"``.
 
-    A plain number is MiB (YARN's unit). Fractions round up.
+    A plain number is MiB (YARN's unit); every unit is binary (see
+    :data:`UNITS_HELP`). Fractions round up.
 
     Raises
     ------
@@ -115,19 +123,22 @@ def parse_memory(value: Any) -> int:
     >>> parse_memory(512)
     512
     """
-    if isinstance(value, bool):
-        raise SpecError(
-            f"expected memory like '2 GiB', '512 MiB' or 2048, got {value!r}"
-        )
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SpecError(f"expected memory like '2g', '512m' or 2048, got {value!r}")
     if isinstance(value, (int, float)):
         if value < 0:
             raise SpecError(f"memory must not be negative, got {value}")
         return int(-(-value // 1))
     match = _MEMORY.match(str(value))
     unit = match.group(2).lower() if match else None
-    if not match or unit not in _UNITS_MIB:
+    if not match:
         raise SpecError(
-            f"expected memory like '2 GiB', '512 MiB' or a number of MiB, got {value!r}"
+            f"expected memory like '2g', '2 GiB', '512m' or a number of MiB, "
+            f"got {value!r}"
+        )
+    if unit not in _UNITS_MIB:
+        raise SpecError(
+            f"unknown memory unit {match.group(2)!r} in {value!r}: {UNITS_HELP}"
         )
     mib = float(match.group(1)) * _UNITS_MIB[unit or ""]
     return int(-(-mib // 1))
@@ -222,9 +233,39 @@ def _env_mapping(value: Any) -> dict[str, str]:
     return out
 
 
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: object, first: int, again: int) -> None:
+        super().__init__(f"{key!r} (lines {first} and {again})")
+        self.key, self.first, self.again = key, first, again
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load, refusing a key given twice: PyYAML keeps the last silently."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(
+                ":merge"
+            ):
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise _DuplicateKey(key, seen[key], line)
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
+        # A SafeLoader subclass: as safe as yaml.safe_load.
+        data = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+    except _DuplicateKey as exc:
+        raise SpecError(
+            f"{path}: key {exc.key!r} is set twice, on lines {exc.first} and "
+            f"{exc.again}; keep one (YAML would silently use the last)"
+        ) from None
     except yaml.YAMLError as exc:
         raise SpecError(f"{path} is not valid YAML: {exc}") from None
     except OSError as exc:

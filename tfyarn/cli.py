@@ -47,11 +47,25 @@ class _Parser(argparse.ArgumentParser):
                         message += f" (did you mean {close[0]}?)"
         super().error(message)
 
+    def parse_known_args(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        namespace: argparse.Namespace | None = None,
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # A command's parser reports its own unknown options, with its own
+        # usage (`tfyarn submit ...`), instead of leaving them to the top level.
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras and " " in self.prog:
+            self.error("unrecognized arguments: " + " ".join(extras))
+        return ns, extras
+
 
 def _option_strings(parser: argparse.ArgumentParser) -> Iterator[str]:
     # Every option of the parser and of its subcommands: the top-level parser
     # reports the unknown ones, whichever command they were meant for.
     for action in parser._actions:
+        if action.help == argparse.SUPPRESS:
+            continue  # a hidden alias (--base-dir): suggest the shown spelling
         yield from (o for o in action.option_strings if o.startswith("--"))
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
@@ -62,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tfyarn", description="Run distributed TensorFlow on Hadoop YARN."
     )
+    parser.add_argument("--version", action="version", version=f"tfyarn {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in _COMMAND_MODULES:
@@ -73,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
             continue  # a command group not written yet
         module.add_commands(subparsers)
     return parser
+
+
+def _version() -> str:
+    from tfyarn import __version__
+
+    return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,6 +19,7 @@ import base64
 import dataclasses
 import json
 import keyword
+import os
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -29,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from tfyarn import _options
+from tfyarn import _options, _surface
 from tfyarn.contract import env as _env
 from tfyarn.errors import SpecError
 
@@ -210,19 +211,28 @@ class JobSpec:
     stop_grace: float = field(default_factory=_default("stop_grace"))
 
     def __post_init__(self) -> None:
+        if not isinstance(self.script, (str, os.PathLike)) or not str(self.script):
+            raise SpecError(
+                "script must be the path of the Python program every task runs, "
+                f"got {self.script!r}"
+            )
+        object.__setattr__(self, "script", os.fspath(self.script))
         given = {Role(k): _as_group(v) for k, v in dict(self.tasks).items()}
         tasks = {r: given.get(r, TaskGroup()).for_role(r) for r in ROLES}
         object.__setattr__(self, "tasks", tasks)
-        object.__setattr__(self, "args", tuple(str(a) for a in self.args))
+        object.__setattr__(self, "args", script_args(self.args))
         object.__setattr__(self, "files", tuple(self.files))
         object.__setattr__(self, "preimport", tuple(self.preimport))
         object.__setattr__(self, "python", self.python or sys.executable)
         for module in self.preimport:
             if not is_module_name(module):
+                none = (
+                    "--no_preimport" if _surface.on_command_line() else "preimport=[]"
+                )
                 raise SpecError(
                     f"preimport: {module!r} is not a module name; give dotted "
                     "Python identifiers such as tensorflow or numpy.linalg "
-                    "(or --no_preimport to import nothing early)"
+                    f"(or {none} to import nothing early)"
                 )
         object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
         object.__setattr__(self, "restart_policy", _restart_policy(self.restart_policy))
@@ -261,19 +271,21 @@ class JobSpec:
         """Check rules that span fields; return self so calls can chain."""
         # Counts per role (num_chief 0 or 1, ...) are bounds, checked on construction.
         chief, worker, ps = (self.count(r) for r in (Role.CHIEF, Role.WORKER, Role.PS))
+        more_workers = _surface.option("num_worker", "N")
         if ps and not worker:
             raise SpecError(
                 f"a parameter-server job needs workers: got num_ps={ps} and "
-                "num_worker=0; set --num_worker N (N >= 1)"
+                f"num_worker=0; set {more_workers} (N >= 1)"
             )
         if chief + worker == 0:
             raise SpecError(
-                "the job has no chief and no worker: set --num_worker N (N >= 1)"
+                f"the job has no chief and no worker: set {more_workers} (N >= 1)"
             )
         if self.legacy_flags and chief:
+            legacy = "--legacy_flags" if _surface.on_command_line() else "legacy_flags"
             raise SpecError(
-                "--legacy_flags describes ps and worker tasks only; TF1 scripts "
-                "treat worker 0 as chief, so use --num_chief 0"
+                f"{legacy} describes ps and worker tasks only; TF1 scripts "
+                f"treat worker 0 as chief, so use {_surface.option('num_chief', 0)}"
             )
         if check_local_files:
             for what, path in [("script", self.script)] + [
@@ -288,6 +300,10 @@ class JobSpec:
                     )
                 if not Path(path).is_file():
                     raise SpecError(f"{what} {path} is not a regular file")
+            if "://" not in self.script:
+                from tfyarn._script_check import check_script
+
+                check_script(self.script, self.python)
         names = [self.script_name, *(PurePosixPath(f).name for f in self.files)]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -335,10 +351,11 @@ class JobSpec:
         for option, value, i in asks:
             if value > biggest[i]:
                 unit = " MiB" if i == 0 else ""
+                asked, fits = (_surface.option(option, v) for v in (value, biggest[i]))
                 raise SpecError(
-                    f"--{option} {value}{unit} is more than any node offers: the "
+                    f"{asked}{unit} is more than any node offers: the "
                     f"largest node has {biggest[i]}{unit} {names[i]} in total, so "
-                    f"YARN could never grant it; use --{option} {biggest[i]} or less"
+                    f"YARN could never grant it; use {fits} or less"
                     + (" (or add a node with GPUs)" if i == 2 else "")
                 )
         return self
@@ -433,6 +450,32 @@ class JobSpec:
             max_attempts=self.max_am_attempts,
             tags={"tfyarn"},
         )
+
+
+def script_args(value: object) -> tuple[str, ...]:
+    """The script's arguments: a list or tuple, or one string split like a shell.
+
+    ``args="--steps 3"`` is ``("--steps", "3")``: iterating the string would
+    have given one argument per character.
+
+    Raises
+    ------
+    SpecError
+        ``value`` is neither, or the string does not split (an open quote).
+    """
+    if isinstance(value, str):
+        try:
+            return tuple(shlex.split(value))
+        except ValueError as exc:
+            raise SpecError(
+                f"args {value!r} does not split like a shell: {exc}"
+            ) from None
+    if not isinstance(value, (list, tuple)):
+        raise SpecError(
+            "args= must be a list of strings (or one string, split like a shell), "
+            f"got {type(value).__name__} {value!r}"
+        )
+    return tuple(str(a) for a in value)
 
 
 def is_module_name(name: object) -> bool:

@@ -79,7 +79,7 @@ def test_unknown_key_names_the_source_and_suggests(no_user_file: Path) -> None:
         ({"num_ps": -1}, "num_ps .*must be at least 0, got -1"),
         ({"num_chief": 2}, "num_chief .*between 0 and 1"),
         ({"num_evaluator": 3}, "num_evaluator .*between 0 and 1"),
-        ({"worker_memory": "lots"}, "worker_memory .*expected memory like '2 GiB'"),
+        ({"worker_memory": "lots"}, "worker_memory .*expected memory like '2g'"),
         ({"worker_memory": "64 MiB"}, "worker_memory .*at least 128 MiB"),
         ({"ps_vcores": 0}, "ps_vcores .*at least 1"),
         ({"num_worker": "two"}, "num_worker .*expected a whole number"),
@@ -120,7 +120,7 @@ def test_invalid_yaml_is_refused(no_user_file: Path) -> None:
         ("2g", 2048),
         ("512 MiB", 512),
         ("1.5 GiB", 1536),
-        ("1 GB", 954),  # 10^9 bytes, rounded up to whole MiB
+        ("1 GB", 1024),  # binary, as spark-submit and YARN read it
         ("1024 KiB", 1),
     ],
 )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tfyarn import _surface
 from tfyarn.errors import SpecError
 from tfyarn.spec import JobSpec, Role, TaskGroup
 
@@ -58,7 +59,10 @@ def test_legacy_flags_refuse_a_chief(script: str) -> None:
         legacy_flags=True,
         tasks={Role.CHIEF: TaskGroup(count=1), Role.WORKER: TaskGroup(count=1)},
     )
-    with pytest.raises(SpecError, match="--num_chief 0"):
+    # From Python the fix is a keyword; on the command line, a flag.
+    with pytest.raises(SpecError, match=r"legacy_flags describes.*use num_chief=0"):
+        spec.validate()
+    with _surface.command_line(), pytest.raises(SpecError, match="--num_chief 0"):
         spec.validate()
 
 
@@ -114,11 +118,11 @@ def test_check_fits_accepts_what_the_largest_node_has(script: str) -> None:
     [
         (
             TaskGroup(count=1, memory_mib=9000),
-            "--worker_memory 9000 MiB",
+            "worker_memory=9000 MiB",
             "8192 MiB memory",
         ),
-        (TaskGroup(count=1, vcores=5), "--worker_vcores 5", "4 vcores"),
-        (TaskGroup(count=1, gpus=2), "--worker_gpus 2", "1 gpus"),
+        (TaskGroup(count=1, vcores=5), "worker_vcores=5", "4 vcores"),
+        (TaskGroup(count=1, gpus=2), "worker_gpus=2", "1 gpus"),
     ],
 )
 def test_check_fits_refuses_more_than_any_node(
@@ -128,7 +132,10 @@ def test_check_fits_refuses_more_than_any_node(
     with pytest.raises(SpecError) as err:
         spec.check_fits(NODES)
     assert option in str(err.value) and largest in str(err.value)
-    assert "or less" in str(err.value)
+    assert "or less" in str(err.value) and "--" not in str(err.value)
+    flag = "--" + option.replace("=", " ")
+    with _surface.command_line(), pytest.raises(SpecError, match=flag):
+        spec.check_fits(NODES)
 
 
 def test_check_fits_ignores_roles_with_no_tasks(script: str) -> None:

@@ -8,14 +8,24 @@ drift apart.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
+from tfyarn import _surface
+from tfyarn._flags import add_option, add_switch
+from tfyarn._options import UNITS_HELP
 from tfyarn.client import config, connection, jobs, narrator, submission, tasklogs
 from tfyarn.client.follow import follow, wait
 from tfyarn.errors import ClusterError
+from tfyarn.spec import JobSpec
+
+# Script arguments that are tfyarn options too but also common in training
+# scripts' own flags: passing them after the script is no sign of a mistake.
+_COMMON_SCRIPT_FLAGS = ("config", "name", "env", "files", "python", "queue")
 
 _SUBMIT_EPILOG = """\
 exit codes: 0 the job SUCCEEDED (or --detach / --dry_run: it was accepted);
@@ -25,11 +35,24 @@ exit codes: 0 the job SUCCEEDED (or --detach / --dry_run: it was accepted);
 Options also come from conf/tfyarn.yaml (shipped defaults) and
 ~/.config/tfyarn/config.yaml (or --config FILE); the command line wins.
 
+tfyarn's options go before SCRIPT: everything after it is the script's.
+
 examples:
   tfyarn submit --num_worker 2 train.py --epochs 3
   tfyarn submit --num_ps 1 --num_worker 2 --legacy_flags tf1_train.py
-  tfyarn submit --dry_run --num_ps 1 --num_worker 2 --worker_memory "1 GiB" train.py
+  tfyarn submit --dry_run --num_ps 1 --num_worker 2 --worker_memory 1g train.py
 """
+
+
+def _on_command_line(handler: Callable[[argparse.Namespace], int]) -> Any:
+    """Run ``handler`` so that its errors speak of flags, not keywords."""
+
+    @functools.wraps(handler)
+    def run(ns: argparse.Namespace) -> int:
+        with _surface.command_line():
+            return handler(ns)
+
+    return run
 
 
 def add_commands(subparsers: Any) -> None:
@@ -50,11 +73,11 @@ def add_commands(subparsers: Any) -> None:
         help="follow the job to its end, like `tfyarn submit` does "
         "(exit code: 0 SUCCEEDED, 1 FAILED, 3 KILLED)",
     )
-    p.set_defaults(func=_status)
+    p.set_defaults(func=_on_command_line(_status))
 
     p = subparsers.add_parser("kill", help="kill a job", description="Kill a job.")
     p.add_argument("app_id", help="application id (application_...)")
-    p.set_defaults(func=_kill)
+    p.set_defaults(func=_on_command_line(_kill))
 
     p = subparsers.add_parser(
         "list",
@@ -62,7 +85,7 @@ def add_commands(subparsers: Any) -> None:
         description="List tfyarn jobs (YARN applications tagged 'tfyarn').",
     )
     p.add_argument("--all", action="store_true", help="include ended jobs")
-    p.set_defaults(func=_list)
+    p.set_defaults(func=_on_command_line(_list))
 
     p = subparsers.add_parser(
         "logs",
@@ -72,12 +95,13 @@ def add_commands(subparsers: Any) -> None:
     )
     p.add_argument("app_id", help="application id (application_...)")
     p.add_argument("--task", help="only this task (worker:1), role (ps) or 'master'")
-    p.add_argument(
+    add_option(
+        p,
         "--yarn_files",
         action="store_true",
         help="also YARN's own files (launch_container.sh, prelaunch.err, ...)",
     )
-    p.set_defaults(func=_logs_cmd)
+    p.set_defaults(func=_on_command_line(_logs_cmd))
 
 
 def _add_submit(subparsers: Any) -> None:
@@ -90,7 +114,8 @@ def _add_submit(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--config", metavar="FILE", help="a YAML file of options")
-    p.add_argument(
+    add_option(
+        p,
         "--dry_run",
         action="store_true",
         help="check the job (options, files, cluster resources) and print it; submit nothing",
@@ -98,7 +123,7 @@ def _add_submit(subparsers: Any) -> None:
     groups = {
         "layout": p.add_argument_group("layout"),
         "resources": p.add_argument_group(
-            "resources per task (memory: '2 GiB', '512 MiB', MiB)"
+            "resources per task", f"memory: {UNITS_HELP}."
         ),
         "job": p.add_argument_group("job"),
     }
@@ -114,15 +139,14 @@ def _add_submit(subparsers: Any) -> None:
         flag = f"--{key}"
         helptext = rule.get("help", "")
         if kind == "bool":
-            group.add_argument(
-                flag, action=argparse.BooleanOptionalAction, default=None, help=helptext
-            )
+            add_switch(group, flag, help=helptext)
         elif kind == "mapping":
-            group.add_argument(
-                flag, action="append", metavar="K=V", default=None, help=helptext
+            add_option(
+                group, flag, action="append", metavar="K=V", default=None, help=helptext
             )
         elif kind == "list":
-            group.add_argument(
+            add_option(
+                group,
                 flag,
                 action="append",
                 metavar={"preimport": "MODULE", "retry_exit_codes": "CODE"}.get(
@@ -132,7 +156,8 @@ def _add_submit(subparsers: Any) -> None:
                 help=helptext + " Repeatable or comma-separated.",
             )
             if key == "preimport":
-                group.add_argument(
+                add_option(
+                    group,
                     "--no_preimport",
                     dest=key,
                     action="store_const",
@@ -143,15 +168,17 @@ def _add_submit(subparsers: Any) -> None:
             metavar = {"int": "N", "number": "SECONDS", "memory": "MEM"}.get(
                 kind, "VALUE"
             )
-            group.add_argument(flag, metavar=metavar, default=None, help=helptext)
+            add_option(group, flag, metavar=metavar, default=None, help=helptext)
     p.add_argument("script", help="the Python program every task runs")
     p.add_argument(
         "args",
         nargs=argparse.REMAINDER,
         help="the program's arguments (may use {job_name}, {task_index}, "
-        "{ps_hosts}, {worker_hosts}, {chief_host})",
+        "{ps_hosts}, {worker_hosts}, {chief_host}); tfyarn's options go before "
+        "SCRIPT",
     )
-    p.set_defaults(func=_submit)
+    p.set_defaults(submit_flags=_tfyarn_flags(p))
+    p.set_defaults(func=_on_command_line(_submit))
 
 
 def _options(ns: argparse.Namespace) -> dict[str, Any]:
@@ -165,11 +192,58 @@ def _options(ns: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _submit(ns: argparse.Namespace) -> int:
+def _tfyarn_flags(parser: argparse.ArgumentParser) -> frozenset[str]:
+    """``submit``'s own flags a script would rarely take (see _COMMON_SCRIPT_FLAGS)."""
+    common = {f"--{name}" for name in _COMMON_SCRIPT_FLAGS}
+    return frozenset(
+        flag
+        for action in parser._actions
+        for flag in action.option_strings
+        if flag.startswith("--") and flag != "--help" and flag not in common
+    )
+
+
+def _warn_misplaced_options(ns: argparse.Namespace) -> None:
+    """One line on stderr when the script's arguments look like tfyarn's options.
+
+    Like spark-submit, everything after SCRIPT goes to the script, so
+    ``tfyarn submit train.py --num_worker 2`` runs one worker and hands the
+    script ``--num_worker 2``. That may be meant, so it is a warning.
+    """
+    flags = ns.submit_flags
+    found = [a.split("=", 1)[0] for a in ns.args if a.split("=", 1)[0] in flags]
+    if found:
+        names = ", ".join(dict.fromkeys(found))
+        print(
+            f"Warning: {names} after {ns.script} goes to the script, not to "
+            f"tfyarn (options after the script are the script's); to set "
+            f"tfyarn's option, put it before the script: "
+            f"tfyarn submit {found[0]} ... {ns.script}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _checked(ns: argparse.Namespace) -> tuple[JobSpec, config.ClientOptions]:
+    """The job and the client's options, checked without YARN.
+
+    The one validation of a submit's input, shared by ``--dry_run`` and a real
+    submit, so both accept and refuse the same things.
+    """
+    _warn_misplaced_options(ns)
     options = _options(ns)
-    if ns.dry_run:
-        return _dry_run(ns, options)
     own = config.client_options(config.load(ns.config, options))
+    spec = submission.check(
+        ns.script, args=ns.args, config_file=ns.config, cluster=False, **options
+    )
+    return spec, own
+
+
+def _submit(ns: argparse.Namespace) -> int:
+    # Refuse bad input before paying for a YARN connection.
+    spec, own = _checked(ns)
+    if ns.dry_run:
+        return _dry_run(spec)
 
     def submitted(app_id: str) -> None:
         print(f"Submitted {app_id}", flush=True)
@@ -182,14 +256,8 @@ def _submit(ns: argparse.Namespace) -> int:
             flush=True,
         )
 
-    # Refuse bad input before paying for a YARN connection.
-    submission.check(
-        ns.script, args=ns.args, config_file=ns.config, cluster=False, **options
-    )
     with connection.connect() as yarn:
-        spec = submission.check(
-            ns.script, args=ns.args, config_file=ns.config, client=yarn, **options
-        )
+        spec.check_fits(_nodes(yarn))
         app_id = submission.submit_spec(yarn, spec)
         submitted(app_id)
         if own.detach:
@@ -209,12 +277,15 @@ def _submit(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _dry_run(ns: argparse.Namespace, options: dict[str, Any]) -> int:
-    spec = submission.check(
-        ns.script, args=ns.args, config_file=ns.config, cluster=False, **options
-    )
+def _nodes(yarn: Any) -> dict[str, tuple[int, int, int]]:
+    with connection.yarn_errors():
+        return submission.node_resources(yarn)
+
+
+def _dry_run(spec: JobSpec) -> int:
     try:
-        submission.check(ns.script, args=ns.args, config_file=ns.config, **options)
+        with connection.connect() as yarn:
+            spec.check_fits(_nodes(yarn))
         fits = "every task fits on the cluster's largest node"
     except ClusterError as exc:
         fits = f"cluster resources NOT checked ({exc})"

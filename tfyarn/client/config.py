@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfyarn import _options
+from tfyarn import _options, _surface
 from tfyarn._options import (
     DEFAULTS_FILE,
     SCHEMA_FILE,
@@ -38,7 +38,7 @@ from tfyarn._options import (
     schema,
 )
 from tfyarn.errors import SpecError
-from tfyarn.spec import ROLES, JobSpec, Role, TaskGroup
+from tfyarn.spec import ROLES, JobSpec, Role, TaskGroup, script_args
 
 __all__ = [
     "DEFAULTS_FILE",
@@ -103,31 +103,45 @@ def load(
     for path, raw in layers:
         _merge(merged, check(raw, source=str(path)))
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
-    _merge(merged, check(given, source="the command line"))
+    _merge(merged, check(given, source=_surface.given_source()))
     return merged
 
 
 def check(raw: Mapping[str, Any], *, source: str) -> dict[str, Any]:
-    """Validate and normalize a (partial) config mapping from ``source``."""
+    """Validate and normalize a (partial) config mapping from ``source``.
+
+    Every problem is reported at once, so a file is fixed in one round.
+    """
     known = schema()
-    unknown = sorted(set(raw) - set(known))
+    problems = []
+    unknown = sorted(set(raw) - set(known), key=str)
     if unknown:
-        hints = [_closest(k, known) for k in unknown]
+        hints = [_closest(str(k), known) for k in unknown]
         hint = "; ".join(
             f"{k!r}: did you mean {h!r}"
             for k, h in zip(unknown, hints, strict=True)
             if h
         )
-        raise SpecError(
-            f"unknown config key(s) {unknown} in {source}. "
-            + (hint + ". " if hint else "")
-            + f"Known keys: {', '.join(sorted(known))}"
+        problems.append(
+            f"unknown config key(s) {unknown} in {source}"
+            + (f" ({hint})" if hint else "")
         )
-    return {k: _options.checked(k, v, source=source) for k, v in raw.items()}
+    out = {}
+    for key, value in raw.items():
+        if key in known:
+            try:
+                out[key] = _options.checked(key, value, source=source)
+            except SpecError as exc:
+                problems.append(str(exc))
+    if problems:
+        head = f"{len(problems)} problems in {source}: " if len(problems) > 1 else ""
+        tail = f". Known keys: {', '.join(sorted(known))}" if unknown else ""
+        raise SpecError(head + "; ".join(problems) + tail)
+    return out
 
 
 def to_spec(
-    script: str, args: tuple[str, ...] | list[str], config: Mapping[str, Any]
+    script: str, args: str | tuple[str, ...] | list[str], config: Mapping[str, Any]
 ) -> JobSpec:
     """Build a :class:`JobSpec` from a loaded config (see :func:`load`).
 
@@ -144,7 +158,7 @@ def to_spec(
     }
     return JobSpec(
         script=script,
-        args=tuple(args),
+        args=script_args(args),
         name=config["name"],
         tasks=tasks,
         queue=config["queue"],
