@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import ssl
 import urllib.error
 import urllib.request
 from typing import Any
@@ -15,15 +16,33 @@ from typing import Any
 TIMEOUT_S = 5.0
 
 
+def _unverified() -> ssl.SSLContext:
+    # The secure cluster's NameNode serves HTTPS only, with its own self-signed
+    # certificate; a loopback health probe has nothing to verify it against.
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 def get_json(
-    port: int, path: str, *, timeout: float = TIMEOUT_S, host: str = "127.0.0.1"
+    port: int,
+    path: str,
+    *,
+    timeout: float = TIMEOUT_S,
+    host: str = "127.0.0.1",
+    https: bool = False,
 ) -> Any | None:
-    """GET ``http://host:port/path`` as JSON; None if it does not answer."""
+    """GET ``http(s)://host:port/path`` as JSON; None if it does not answer."""
+    scheme = "https" if https else "http"
     request = urllib.request.Request(
-        f"http://{host}:{port}{path}", headers={"Accept": "application/json"}
+        f"{scheme}://{host}:{port}{path}", headers={"Accept": "application/json"}
     )
+    context = _unverified() if https else None
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with urllib.request.urlopen(
+            request, timeout=timeout, context=context
+        ) as response:
             return json.loads(response.read().decode())
     except (OSError, ValueError, urllib.error.URLError):
         return None
@@ -41,11 +60,16 @@ class HdfsHealth:
         return not self.safe_mode and self.live_datanodes > 0
 
 
-def hdfs_health(namenode_http: int, host: str = "127.0.0.1") -> HdfsHealth | None:
+def hdfs_health(
+    namenode_web: int, host: str = "127.0.0.1", *, https: bool = False
+) -> HdfsHealth | None:
+    """HDFS's state from the NameNode's JMX (``https``: a secure cluster's
+    HTTPS_ONLY NameNode)."""
     data = get_json(
-        namenode_http,
+        namenode_web,
         "/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo",
         host=host,
+        https=https,
     )
     beans = (data or {}).get("beans") or []
     if not beans:

@@ -30,6 +30,8 @@ PORTS: dict[str, tuple[int, str, str]] = {
 }
 
 SETTINGS_FILE = "cluster.json"
+# Below this the ResourceManager's token renewer would spin (it renews at 90%).
+MIN_TOKEN_LIFETIME_S = 20
 
 
 def default_base_dir() -> Path:
@@ -78,6 +80,13 @@ class ClusterSettings:
         The most application-master attempts an application may ask for.
     max_am_resource_percent : float
         Share of the node application masters may hold together.
+    secure : bool
+        Kerberos: the cluster runs its own KDC on loopback and its daemons in
+        secure mode (``tfyarn.cluster._secure``). Loopback only (``nodes=0``).
+    token_lifetime_s : int
+        With ``secure``: delegation tokens' maximum lifetime in seconds (renew
+        interval: half of it), to rehearse long jobs in minutes. 0: Hadoop's
+        defaults (renew every day, at most 7 days).
     """
 
     nodes: int = 0
@@ -89,6 +98,8 @@ class ClusterSettings:
     min_allocation_mb: int = 128
     am_max_attempts: int = 8
     max_am_resource_percent: float = 0.5
+    secure: bool = False
+    token_lifetime_s: int = 0
 
     def __post_init__(self) -> None:
         for name in ("memory_mb", "vcores", "min_allocation_mb", "am_max_attempts"):
@@ -111,6 +122,7 @@ class ClusterSettings:
                 "max_am_resource_percent must be in (0, 1], got "
                 f"{self.max_am_resource_percent!r}"
             )
+        self._check_secure()
         unknown = sorted(set(self.ports) - set(PORTS))
         if unknown:
             raise ClusterError(
@@ -126,6 +138,29 @@ class ClusterSettings:
                     f"ports {taken[port]} and {name} are both {port}; give each its own"
                 )
             taken[port] = name
+
+    def _check_secure(self) -> None:
+        if not isinstance(self.token_lifetime_s, int) or self.token_lifetime_s < 0:
+            raise ClusterError(
+                f"token_lifetime_s must be 0 (Hadoop's default) or more seconds, got "
+                f"{self.token_lifetime_s!r}"
+            )
+        if self.token_lifetime_s and not self.secure:
+            raise ClusterError(
+                "--token-lifetime sets the delegation tokens of a secure cluster; "
+                "add --secure (tokens do not exist without Kerberos)"
+            )
+        if 0 < self.token_lifetime_s < MIN_TOKEN_LIFETIME_S:
+            raise ClusterError(
+                f"--token-lifetime {self.token_lifetime_s} is too short: the "
+                f"ResourceManager renews tokens before they expire, give at least "
+                f"{MIN_TOKEN_LIFETIME_S} s"
+            )
+        if self.secure and self.multihost:
+            raise ClusterError(
+                "--secure runs on the single node on loopback; a secure cluster of "
+                "several hosts (--nodes) is not supported yet: drop one of the two"
+            )
 
     def resolved_ports(self) -> dict[str, int]:
         """Every port by name, after the offset and explicit choices."""
@@ -187,4 +222,10 @@ def describe_settings(settings: ClusterSettings) -> str:
         + f"{settings.memory_mb} MiB, {settings.vcores} vcores, {settings.gpus} GPUs, "
         f"port offset {settings.port_offset}"
         + (f", ports {dict(settings.ports)}" if settings.ports else "")
+        + (", secure (Kerberos)" if settings.secure else "")
+        + (
+            f", token lifetime {settings.token_lifetime_s} s"
+            if settings.token_lifetime_s
+            else ""
+        )
     )

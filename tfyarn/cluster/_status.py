@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tfyarn.cluster import _netns, _probe
 from tfyarn.cluster._process import DAEMONS, DAEMONS_BY_NAME, Daemon
+from tfyarn.cluster._secure import KerberosStatus
 from tfyarn.cluster._settings import ClusterSettings
 
 
@@ -54,6 +55,51 @@ class HostStatus:
     labels: tuple[str, ...]
 
 
+def host_statuses(
+    settings: ClusterSettings,
+    lay: _netns.Layout | None,
+    pids: dict[str, int | None],
+    nodes: list[_probe.NodeReport] | None,
+) -> list[HostStatus]:
+    """Every worker host (the one loopback node, or each namespace host) with
+    its daemons' pids and what the ResourceManager reports of it."""
+    by_host = {n.host: n for n in nodes or []}
+    hosts: list[tuple[tuple[str, str, str, str | None], str, bool]]
+    if not settings.multihost or lay is None:
+        hosts = [(("local", "127.0.0.1", "127.0.0.1", None), "", False)]
+    else:
+        hosts = [
+            (
+                (h.name, h.host, h.address, h.netns),
+                f"-{h.name}",
+                _netns.is_partitioned(h),
+            )
+            for h in lay.hosts
+        ]
+    out = []
+    for (name, host, address, netns), suffix, cut in hosts:
+        report = by_host.get(host) or by_host.get(address)
+        if report is None and not settings.multihost and len(by_host) == 1:
+            report = next(iter(by_host.values()))
+        out.append(
+            HostStatus(
+                name=name,
+                host=host,
+                address=address,
+                netns=netns,
+                partitioned=cut,
+                nodemanager_pid=pids.get("nodemanager" + suffix),
+                datanode_pid=pids.get("datanode" + suffix),
+                state=report.state if report else "",
+                memory_mb=report.memory_mb if report else 0,
+                vcores=report.vcores if report else 0,
+                gpus=report.gpus if report else 0,
+                labels=report.labels if report else (),
+            )
+        )
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class DaemonStatus:
     """One daemon: its pid (None when not running), ports and log file."""
@@ -83,6 +129,7 @@ class ClusterStatus:
     web_uis: dict[str, str]
     already_running: bool = False
     hosts: list[HostStatus] = dataclasses.field(default_factory=list)
+    kerberos: KerberosStatus | None = None  # a secure cluster's realm
 
     @property
     def running(self) -> bool:
@@ -122,6 +169,14 @@ class ClusterStatus:
             lines.append(
                 f"  HDFS {safe}; {self.hdfs.live_datanodes} live DataNode(s), "
                 f"{self.hdfs.free_bytes / 2**30:.1f} GiB free"
+            )
+        if self.kerberos is not None:
+            k = self.kerberos
+            kdc = f"pid {k.kdc_pid}" if k.kdc_pid else "not running"
+            lines.append(f"  Kerberos realm {k.realm}, KDC {k.kdc} ({kdc})")
+            lines.append(
+                f"    you are {k.user_principal}: keytab {k.user_keytab}, "
+                f"ticket cache {k.ticket_cache}"
             )
         if self.state != "stopped":
             for name, url in self.web_uis.items():

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from tfyarn._flags import add_option
 from tfyarn.client import config
 from tfyarn.cluster._settings import PORTS, ClusterSettings, load_settings
 from tfyarn.cluster.local import START_TIMEOUT_S, ClusterStatus, LocalCluster
@@ -46,8 +47,9 @@ def add_commands(subparsers: Any) -> None:
     commands.required = True
 
     def common(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument(
-            "--base-dir",
+        add_option(
+            sub,
+            "--base_dir",
             help="where the cluster's config, data and logs live "
             "(default: $TFYARN_CLUSTER_HOME or ~/.local/share/tfyarn/cluster)",
         )
@@ -81,8 +83,8 @@ def add_commands(subparsers: Any) -> None:
         type=int,
         help="count of yarn.io/gpu the NodeManager advertises; no real GPUs (0)",
     )
-    start.add_argument(
-        "--port-offset", type=int, help="add this to every default port (0)"
+    add_option(
+        start, "--port_offset", type=int, help="add this to every default port (0)"
     )
     start.add_argument(
         "--port",
@@ -90,6 +92,21 @@ def add_commands(subparsers: Any) -> None:
         action="append",
         metavar="NAME=PORT",
         help=f"set one port ({', '.join(PORTS)}); repeatable",
+    )
+    start.add_argument(
+        "--secure",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Kerberos: run the cluster's own KDC on loopback and the daemons in "
+        "secure mode; `cluster env` then sets KRB5_CONFIG and a ticket cache "
+        "(needs krb5-kdc, krb5-admin-server, krb5-user)",
+    )
+    start.add_argument(
+        "--token-lifetime",
+        type=int,
+        metavar="SECONDS",
+        help="with --secure: delegation tokens live at most SECONDS (renew "
+        "interval: half), to rehearse long jobs in minutes (Hadoop's 7 days)",
     )
     start.add_argument(
         "--timeout",
@@ -154,6 +171,8 @@ def _requested_settings(
         vcores=args.vcores,
         gpus=args.gpus,
         port_offset=args.port_offset,
+        secure=args.secure,
+        token_lifetime_s=args.token_lifetime,
         ports=ports,
     )
 
@@ -215,6 +234,7 @@ def _status_dict(status: ClusterStatus) -> dict[str, Any]:
         "hdfs": vars(status.hdfs) if status.hdfs else None,
         "web_uis": status.web_uis,
         "settings": status.settings.to_dict(),
+        "kerberos": status.kerberos.to_dict() if status.kerberos else None,
     }
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tfyarn.cluster import _hadoop, _messages, _netns, _probe, _process, _render
 from tfyarn.cluster._process import DAEMONS_BY_NAME
+from tfyarn.cluster._secure import SecureCluster, namenode_web, secure_ports
 from tfyarn.cluster._settings import (
     ClusterSettings,
     default_base_dir,
@@ -27,8 +28,8 @@ from tfyarn.cluster._settings import (
 from tfyarn.cluster._status import (
     ClusterStatus,
     DaemonStatus,
-    HostStatus,
     Instance,
+    host_statuses,
     instances,
 )
 from tfyarn.errors import ClusterError
@@ -99,6 +100,10 @@ class LocalCluster:
         """The settings the cluster was last started with (defaults if never)."""
         return load_settings(self.base_dir) or ClusterSettings()
 
+    def secure(self, settings: ClusterSettings | None = None) -> SecureCluster:
+        """The Kerberos side of a secure cluster (its KDC, keytabs, ticket)."""
+        return SecureCluster(self.base_dir, settings or self.settings())
+
     # -- state -------------------------------------------------------------
 
     def layout(self) -> _netns.Layout | None:
@@ -153,8 +158,9 @@ class LocalCluster:
             if pids["resourcemanager"]
             else None
         )
+        nn_web, https = namenode_web(settings)
         hdfs = (
-            _probe.hdfs_health(ports["namenode_http"], master)
+            _probe.hdfs_health(nn_web, master, https=https)
             if pids["namenode"]
             else None
         )
@@ -166,59 +172,18 @@ class LocalCluster:
             nodes=nodes,
             hdfs=hdfs,
             web_uis=self.web_uis(settings),
-            hosts=self._host_statuses(settings, pids, nodes),
+            hosts=host_statuses(settings, self.layout(), pids, nodes),
+            kerberos=self.secure(settings).status() if settings.secure else None,
         )
-
-    def _host_statuses(
-        self,
-        settings: ClusterSettings,
-        pids: dict[str, int | None],
-        nodes: list[_probe.NodeReport] | None,
-    ) -> list[HostStatus]:
-        by_host = {n.host: n for n in nodes or []}
-        lay = self.layout()
-        hosts: list[tuple[tuple[str, str, str, str | None], str, bool]]
-        if not settings.multihost or lay is None:
-            hosts = [(("local", "127.0.0.1", "127.0.0.1", None), "", False)]
-        else:
-            hosts = [
-                (
-                    (h.name, h.host, h.address, h.netns),
-                    f"-{h.name}",
-                    _netns.is_partitioned(h),
-                )
-                for h in lay.hosts
-            ]
-        out = []
-        for (name, host, address, netns), suffix, cut in hosts:
-            report = by_host.get(host) or by_host.get(address)
-            if report is None and not settings.multihost and len(by_host) == 1:
-                report = next(iter(by_host.values()))
-            out.append(
-                HostStatus(
-                    name=name,
-                    host=host,
-                    address=address,
-                    netns=netns,
-                    partitioned=cut,
-                    nodemanager_pid=pids.get("nodemanager" + suffix),
-                    datanode_pid=pids.get("datanode" + suffix),
-                    state=report.state if report else "",
-                    memory_mb=report.memory_mb if report else 0,
-                    vcores=report.vcores if report else 0,
-                    gpus=report.gpus if report else 0,
-                    labels=report.labels if report else (),
-                )
-            )
-        return out
 
     def web_uis(self, settings: ClusterSettings | None = None) -> dict[str, str]:
         settings = settings or self.settings()
         ports = settings.resolved_ports()
         master = self.master_address()
+        nn_web, https = namenode_web(settings)
         uis = {
             "ResourceManager": f"http://{master}:{ports['rm_web']}",
-            "NameNode": f"http://{master}:{ports['namenode_http']}",
+            "NameNode": f"{'https' if https else 'http'}://{master}:{nn_web}",
         }
         lay = self.layout()
         if settings.multihost and lay is not None:
@@ -226,7 +191,10 @@ class LocalCluster:
                 uis[f"NodeManager {h.name}"] = f"http://{h.address}:{ports['nm_web']}"
         else:
             uis["NodeManager"] = f"http://127.0.0.1:{ports['nm_web']}"
-            uis["DataNode"] = f"http://127.0.0.1:{ports['datanode_http']}"
+            dn_web = f"http://127.0.0.1:{ports['datanode_http']}"
+            if https:  # HTTPS_ONLY: the DataNode's HTTP port is closed too
+                dn_web = f"https://127.0.0.1:{secure_ports(settings)['datanode_https']}"
+            uis["DataNode"] = dn_web
         return uis
 
     def env_vars(self) -> dict[str, str]:
@@ -243,12 +211,17 @@ class LocalCluster:
         java_home = _hadoop.find_java_home()
         path = os.environ.get("PATH", "")
         parts = [p for p in path.split(os.pathsep) if p and p != str(self.bin_dir)]
+        flags = list(_hadoop.java_module_flags(java_home))
+        secure = self.secure() if self.settings().secure else None
+        if secure:  # Java ignores KRB5_CONFIG: the driver needs the flag
+            flags += secure.java_flags()
         return {
             "HADOOP_CONF_DIR": str(self.conf_dir),
             "JAVA_HOME": str(java_home),
             "PATH": os.pathsep.join([str(self.bin_dir), *parts]),
-            "SKEIN_DRIVER_JAVA_OPTIONS": " ".join(_hadoop.java_module_flags(java_home)),
+            "SKEIN_DRIVER_JAVA_OPTIONS": " ".join(flags),
             "TFYARN_CLUSTER_HOME": str(self.base_dir),
+            **(secure.env() if secure else {}),
         }
 
     def shell_exports(self) -> str:
@@ -330,6 +303,10 @@ class LocalCluster:
                 f"settings ({describe_settings(saved)}) than asked for ({describe_settings(settings)}). "
                 "Run `tfyarn cluster stop` first to change them."
             )
+        secure = self.secure(settings) if settings.secure else None
+        kdc_was_up = secure is None or secure.kdc.pid() is not None
+        if secure:  # the KDC first: every secure JVM logs in as it starts
+            secure.start(_hadoop.find_java_home(), log)
         if pids and len(running) == len(pids):
             self._wait_ready(settings, {}, timeout=timeout, log=_quiet)
             return dataclasses.replace(self.status(), already_running=True)
@@ -340,6 +317,8 @@ class LocalCluster:
         self._check_disk()
         java_home = _hadoop.find_java_home()
         module_flags = _hadoop.java_module_flags(java_home)
+        if secure:  # daemons, CLIs and (JDK_JAVA_OPTIONS) containers' JVMs
+            module_flags = (*module_flags, *secure.java_flags())
         lib_dir = _hadoop.fetch_hadoop(log=log)
         for sub in ("logs", "run", "data", "tmp"):
             (self.base_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -386,6 +365,8 @@ class LocalCluster:
             _process.terminate([p.pid for p in started.values()], grace=10)
             if made_hosts:
                 self._remove_hosts(log=_quiet)
+            if secure and not kdc_was_up:
+                secure.stop()
             raise
         return self.status()
 
@@ -423,6 +404,8 @@ class LocalCluster:
     ) -> None:
         if lay is None:
             _render.write_config(settings, base_dir=self.base_dir, lib_dir=lib_dir)
+            if settings.secure:
+                self.secure(settings).write_config(self.conf_dir)
             return
         # The client's (and the master daemons') configuration ...
         _render.write_config(
@@ -593,6 +576,7 @@ class LocalCluster:
         master = self.master_address()
         found = self.instances()
         want = max(1, settings.nodes)  # DataNodes and NodeManagers to wait for
+        nn_web, https = namenode_web(settings)
         while True:
             for inst in found:
                 proc = started.get(inst.key)
@@ -612,7 +596,7 @@ class LocalCluster:
                         )
                     )
             if hdfs is None or not hdfs.ready or hdfs.live_datanodes < want:
-                hdfs = _probe.hdfs_health(ports["namenode_http"], master)
+                hdfs = _probe.hdfs_health(nn_web, master, https=https)
                 if hdfs is not None and _LOW_RESOURCES in hdfs.safe_mode:
                     raise ClusterError(
                         _messages.disk_full(self.base_dir, self.data_dir, hdfs)
@@ -761,8 +745,21 @@ class LocalCluster:
                 _process.terminate(leftovers, grace=5)
             # Namespaces, links, bridge and /etc/hosts block this cluster made.
             self._remove_hosts(log=log)
+            if self.settings().secure and self.secure().stop():
+                log("Stopped the Kerberos KDC.")
+                stopped.append("Kerberos KDC")
             if wipe:
-                for sub in ("data", "logs", "tmp", "conf", "bin", "run", "nodes"):
+                subs = (
+                    "data",
+                    "logs",
+                    "tmp",
+                    "conf",
+                    "bin",
+                    "run",
+                    "nodes",
+                    "kerberos",
+                )
+                for sub in subs:
                     shutil.rmtree(self.base_dir / sub, ignore_errors=True)
                 (self.base_dir / "cluster.json").unlink(missing_ok=True)
                 log(
