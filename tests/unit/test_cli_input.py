@@ -273,14 +273,16 @@ def test_cluster_flags_keep_their_dashed_spelling() -> None:
     from tfyarn.cli import build_parser
 
     parser = build_parser()
-    dashed = parser.parse_args(
-        ["cluster", "start", "--base-dir", "/x", "--port-offset", "7"]
-    )
-    underscored = parser.parse_args(
-        ["cluster", "start", "--base_dir", "/x", "--port_offset", "7"]
-    )
-    assert (dashed.base_dir, dashed.port_offset) == ("/x", 7)
-    assert (underscored.base_dir, underscored.port_offset) == ("/x", 7)
+    for argv in (
+        ["--base-dir", "/x", "--port-offset", "7", "--token-lifetime", "60"],
+        ["--base_dir", "/x", "--port_offset", "7", "--token_lifetime", "60"],
+    ):
+        ns = parser.parse_args(["cluster", "start", "--secure", *argv])
+        assert (ns.base_dir, ns.port_offset, ns.token_lifetime) == ("/x", 7, 60)
+        assert ns.secure is True
+    for off in ("--no-secure", "--no_secure"):
+        assert parser.parse_args(["cluster", "start", off]).secure is False
+    assert parser.parse_args(["cluster", "start"]).secure is None
 
 
 # -- config files ------------------------------------------------------------------

@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from tfyarn._flags import add_option
+from tfyarn._flags import add_option, add_switch
 from tfyarn.client import config
 from tfyarn.cluster._settings import PORTS, ClusterSettings, load_settings
 from tfyarn.cluster.local import START_TIMEOUT_S, ClusterStatus, LocalCluster
@@ -93,16 +93,16 @@ def add_commands(subparsers: Any) -> None:
         metavar="NAME=PORT",
         help=f"set one port ({', '.join(PORTS)}); repeatable",
     )
-    start.add_argument(
+    add_switch(
+        start,
         "--secure",
-        action=argparse.BooleanOptionalAction,
-        default=None,
         help="Kerberos: run the cluster's own KDC on loopback and the daemons in "
         "secure mode; `cluster env` then sets KRB5_CONFIG and a ticket cache "
         "(needs krb5-kdc, krb5-admin-server, krb5-user)",
     )
-    start.add_argument(
-        "--token-lifetime",
+    add_option(
+        start,
+        "--token_lifetime",
         type=int,
         metavar="SECONDS",
         help="with --secure: delegation tokens live at most SECONDS (renew "
