@@ -11,6 +11,7 @@ import argparse
 import functools
 import json
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from typing import Any
@@ -123,7 +124,9 @@ def _add_submit(subparsers: Any) -> None:
     groups = {
         "layout": p.add_argument_group("layout"),
         "resources": p.add_argument_group(
-            "resources per task", f"memory: {UNITS_HELP}."
+            # The parser keeps descriptions as written (RawDescription): wrap here.
+            "resources per task",
+            textwrap.fill(f"memory: {UNITS_HELP}.", 78),
         ),
         "job": p.add_argument_group("job"),
     }
