@@ -92,3 +92,13 @@ def test_a_taken_port_is_named(kdc: Kdc, tmp_path: Path) -> None:
     other = Kdc(tmp_path / "other", realm="OTHER.TEST", port=kdc.port)
     with pytest.raises(ClusterError, match=f"port {kdc.port}"):
         other.start()
+
+
+def test_a_kdc_that_dies_at_start_names_its_log(tmp_path: Path) -> None:
+    broken = Kdc(tmp_path / "broken", realm="BROKEN.TEST", port=_free_port())
+    broken.create()
+    (broken.base_dir / "stash").unlink()  # krb5kdc cannot open its database
+    with pytest.raises(ClusterError, match="the local KDC exited") as info:
+        broken.start()
+    assert str(broken.log) in str(info.value)
+    assert broken.pid() is None

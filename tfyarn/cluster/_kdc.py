@@ -194,7 +194,9 @@ class Kdc:
             if proc.poll() is not None:
                 raise ClusterError(
                     f"the local KDC exited with code {proc.returncode} at start; "
-                    f"its log {self.log} says:\n{_tail(self.log)}{_tail(self.base_dir / 'kdc.out')}"
+                    f"its log {self.log} says:\n{_tail(self.log)}"
+                    f"{_tail(self.base_dir / 'kdc.out')}Fix what it says, or make "
+                    "a new realm with `tfyarn cluster stop --wipe`."
                 )
             if _listening(self.port):
                 return

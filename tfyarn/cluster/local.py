@@ -736,7 +736,10 @@ class LocalCluster:
                     f" on {inst.host.host}" if inst.host else ""
                 )
                 log(f"Stopping {title} (pid {pid}) ...")
-                _process.terminate([pid])
+                # A secure NodeManager (no log aggregation) waits 17 s on its
+                # pending log deletions before exiting: strays() gets its containers.
+                slow = self.settings().secure and inst.daemon.name == "nodemanager"
+                _process.terminate([pid], grace=3 if slow else 20)
                 stopped.append(title)
                 _process.pid_file(self.base_dir, inst.key).unlink(missing_ok=True)
             leftovers = _process.strays(self.base_dir)
