@@ -72,14 +72,17 @@ def test_secure_settings_are_checked_and_saved(tmp_path: Path) -> None:
 def test_cli_flags_reach_the_settings(tmp_path: Path) -> None:
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers())
-    argv = ["cluster", "start", "--secure", "--token-lifetime", "90"]
-    args = parser.parse_args([*argv, "--base-dir", str(tmp_path)])
+    argv = ["cluster", "start", "--secure", "--token_lifetime", "90"]
+    args = parser.parse_args([*argv, "--base_dir", str(tmp_path)])
     settings = _requested_settings(args, LocalCluster(tmp_path))
     assert settings.secure and settings.token_lifetime_s == 90
     # Not given again: the previous start's choice is kept.
     save_settings(tmp_path, settings)
     args = parser.parse_args(["cluster", "start", "--base-dir", str(tmp_path)])
     assert _requested_settings(args, LocalCluster(tmp_path)).secure
+    args = parser.parse_args(["cluster", "start", "--no_secure"])
+    insecure = _requested_settings(args, LocalCluster(tmp_path))
+    assert not insecure.secure and insecure.token_lifetime_s == 0
 
 
 def test_secure_ports_follow_the_offset() -> None:

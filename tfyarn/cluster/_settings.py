@@ -147,12 +147,12 @@ class ClusterSettings:
             )
         if self.token_lifetime_s and not self.secure:
             raise ClusterError(
-                "--token-lifetime sets the delegation tokens of a secure cluster; "
+                "--token_lifetime sets the delegation tokens of a secure cluster; "
                 "add --secure (tokens do not exist without Kerberos)"
             )
         if 0 < self.token_lifetime_s < MIN_TOKEN_LIFETIME_S:
             raise ClusterError(
-                f"--token-lifetime {self.token_lifetime_s} is too short: the "
+                f"--token_lifetime {self.token_lifetime_s} is too short: the "
                 f"ResourceManager renews tokens before they expire, give at least "
                 f"{MIN_TOKEN_LIFETIME_S} s"
             )

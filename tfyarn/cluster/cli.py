@@ -172,7 +172,8 @@ def _requested_settings(
         gpus=args.gpus,
         port_offset=args.port_offset,
         secure=args.secure,
-        token_lifetime_s=args.token_lifetime,
+        # --no_secure drops a lifetime kept from a secure start (no tokens then).
+        token_lifetime_s=0 if args.secure is False else args.token_lifetime,
         ports=ports,
     )
 
