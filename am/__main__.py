@@ -150,10 +150,14 @@ def main() -> int:
     host = os.environ.get("NM_HOST") or socket.getfqdn()
     try:
         user = os.environ.get("USER") or getpass.getuser()
+        attempt = am_attempt(os.environ.get("CONTAINER_ID", ""))
         launcher = SkeinLauncher(
             app,
             final_marker=marker_url(str(app.id), user, "final"),
             restarts_marker=marker_url(str(app.id), user, "restarts"),
+            # YARN may cap attempts lower (yarn.resourcemanager.am.max-attempts);
+            # then skein unregisters too, which is harmless.
+            last_attempt=attempt >= spec.max_am_attempts,
         )
         return asyncio.run(serve(spec, launcher, host=host))
     except Exception as exc:

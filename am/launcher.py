@@ -92,8 +92,12 @@ class SkeinLauncher(Launcher):
         threads: int = 4,
         final_marker: str | None = None,
         restarts_marker: str | None = None,
+        last_attempt: bool = True,
     ) -> None:
         self._app = app
+        # Not YARN's last master attempt: skein would leave a FAILED or KILLED
+        # application registered, and YARN would start the master again.
+        self.last_attempt = last_attempt
         self.app_id = str(getattr(app, "id", ""))
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="skein")
         self.final_marker = final_marker
@@ -144,7 +148,34 @@ class SkeinLauncher(Launcher):
                     self.final_marker,
                     exc_info=True,
                 )
+        if status != "SUCCEEDED" and not self.last_attempt:
+            await self._unregister(status, diagnostics)
         await self._run(lambda: self._app.shutdown(status, diagnostics))
+
+    async def _unregister(self, status: str, diagnostics: str) -> None:
+        """End the application now (am/unregister.py); else skein's way, with
+        the final marker telling the next attempt the outcome."""
+        from am import unregister
+
+        try:
+            await self._run(unregister.unregister, status, diagnostics)
+        except Exception as exc:
+            log.warning(
+                "could not unregister the application (%s); YARN will start "
+                "another master attempt, which repeats this outcome",
+                exc,
+                exc_info=True,
+            )
+            return
+        log.info("unregistered the application %s: no further master attempt", status)
+        if self.final_marker:
+            # skein deletes its application directory only on the attempt it
+            # unregisters itself; this one it takes for a retry.
+            app_dir = self.final_marker.rsplit("/", 1)[0]
+            try:
+                await asyncio.wait_for(self._run(_delete_dir, app_dir), MARKER_TIMEOUT)
+            except Exception:
+                log.warning("could not delete %s", app_dir, exc_info=True)
 
     async def previous_final(self) -> tuple[str, str] | None:
         record = await self._read_marker(self.final_marker)
@@ -193,6 +224,12 @@ def _write_marker(url: str, data: bytes) -> None:
     from tfyarn.data import fs
 
     fs.resolve(url).write_atomic(url, data)
+
+
+def _delete_dir(url: str) -> None:
+    from tfyarn.data import fs
+
+    fs.resolve(url).delete(url, recursive=True)
 
 
 def _read_marker(url: str) -> bytes | None:
