@@ -156,3 +156,29 @@ def test_a_skein_application_with_a_keytab_succeeds_with_short_tokens(
     assert created, "the driver logged no HDFS delegation token"
     issued, max_date = int(created.group(1)), int(created.group(2))
     assert max_date - issued == TOKEN_LIFETIME_S * 1000
+
+
+def test_tfyarn_submit_with_the_users_ticket_succeeds(
+    local_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    marker = f"secure-task-{uuid.uuid4().hex[:8]}"
+    script = tmp_path / "hello.py"
+    script.write_text(f"print({marker!r})\n")
+    done = run(
+        str(Path(sys.executable).parent / "tfyarn"),
+        "submit",
+        "--num_worker",
+        "1",
+        "--no_preimport",
+        "--worker_memory",
+        "512m",
+        str(script),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "final status: SUCCEEDED" in done.stdout + done.stderr
+    app_id = re.search(r"application_\d+_\d+", done.stdout)
+    assert app_id, done.stdout
+    # No log aggregation: the task's output is in the NodeManager's log dirs.
+    app_logs = local_cluster.logs_dir / "containers" / app_id.group(0)
+    logs = [p for p in app_logs.rglob("*") if p.is_file()]
+    assert marker in "".join(p.read_text(errors="replace") for p in logs)
