@@ -47,6 +47,12 @@ async def serve(
     """
     cert, key = find_credentials()
     state = JobState(spec, launcher, clock=clock)
+    log.info(
+        "restart policy %s, max_restarts=%d, retry_exit_codes=%s",
+        spec.restart_policy.value,
+        spec.max_restarts,
+        list(spec.retry_exit_codes),
+    )
     attempt = am_attempt(os.environ.get("CONTAINER_ID", ""))
     previous = await launcher.previous_final() if attempt > 1 else None
     if previous is not None:
