@@ -16,10 +16,11 @@ def test_shipped_defaults() -> None:
 
 
 def test_values_are_normalized_and_survive_every_round_trip() -> None:
+    # As a YAML file or the command line gives them: strings, lists.
     spec = JobSpec(
         script="train.py",
-        restart_policy="Transient_Only",
-        retry_exit_codes=["76,75", 3],
+        restart_policy="Transient_Only",  # type: ignore[arg-type]
+        retry_exit_codes=["76,75", 3],  # type: ignore[arg-type]
     )
     assert spec.restart_policy is RestartPolicy.TRANSIENT_ONLY
     assert spec.retry_exit_codes == (3, 75, 76)
@@ -46,7 +47,7 @@ def test_bad_values_say_what_would_do(options: dict[str, object], says: str) -> 
         JobSpec(script="train.py", **options)  # type: ignore[arg-type]
 
 
-def test_the_command_lines_comma_separated_codes(tmp_path: object) -> None:
+def test_the_command_lines_comma_separated_codes() -> None:
     loaded = config.load(
         None, {"retry_exit_codes": ["75,76", "3"], "restart_policy": "never"}
     )
