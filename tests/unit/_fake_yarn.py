@@ -28,6 +28,7 @@ class Report:
     user: str = "me"
     progress: float = 0.0
     tracking_url: str = ""
+    host: str = "node1"
     tags: set[str] = field(default_factory=lambda: {"tfyarn"})
     start_time: datetime | None = None
     finish_time: datetime | None = None
@@ -62,6 +63,7 @@ class FakeYarn:
         snaps: list[JobStatus | None] | None = None,
         nodes: list[tuple[int, int, int]] | None = None,
         apps: list[Report] | None = None,
+        queues: dict[str, tuple[str, list[str]]] | None = None,
     ) -> None:
         self.reports = list(
             reports or [Report(state="FINISHED", final_status="SUCCEEDED")]
@@ -69,6 +71,8 @@ class FakeYarn:
         self.snaps = iter(snaps or [])
         self.nodes = [(8192, 8, 0)] if nodes is None else nodes
         self.apps = apps or []
+        # queue name -> (state, child queue names)
+        self.queues = {"default": ("RUNNING", [])} if queues is None else queues
         self.submitted: list[Any] = []
         self.killed: list[str] = []
         self.closed = False
@@ -114,3 +118,15 @@ class FakeYarn:
 
     def get_applications(self, states: Any = None) -> list[Report]:
         return self.apps
+
+    def get_queue(self, name: str) -> Any:
+        if name not in self.queues:
+            raise ValueError(f"Queue '{name}' does not exist")  # as skein 0.8.2
+        return SimpleNamespace(name=name, state=self.queues[name][0])
+
+    def get_child_queues(self, name: str) -> list[Any]:
+        self.get_queue(name)
+        return [self.get_queue(c) for c in self.queues[name][1]]
+
+    def get_all_queues(self) -> list[Any]:
+        return [self.get_queue(q) for q, (_, kids) in self.queues.items() if not kids]

@@ -4,8 +4,11 @@ Built on skein's client, which talks to YARN through a small Java driver that
 it starts on first use (a few seconds). Each public call opens its own driver
 unless given one with ``client=`` (see :func:`connect`).
 
-Which cluster: ``$HADOOP_CONF_DIR`` if set, else the local cluster started by
-``tfyarn cluster start`` if it is running.
+Which cluster: ``$HADOOP_CONF_DIR`` if set (and holding a client
+configuration), else the local cluster started by ``tfyarn cluster start`` if it
+is running. Every driver reads that configuration with bounded retries
+(:mod:`tfyarn.client.hadoop_conf`), so an unreachable ResourceManager is
+reported after ``$TFYARN_YARN_TIMEOUT`` (20 s) instead of hanging.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tfyarn.client import hadoop_conf
 from tfyarn.errors import ClusterError, SpecError, TfyarnError
 
 TAG = "tfyarn"  # every tfyarn application carries this YARN tag
@@ -30,6 +34,41 @@ NO_CLUSTER = (
     "no YARN cluster: run `tfyarn cluster start` or set HADOOP_CONF_DIR "
     "(and put the `yarn` command on PATH)"
 )
+# What a driver's exception says when it could not reach the ResourceManager.
+_UNREACHABLE = (
+    "ConnectException",
+    "Connection refused",
+    "failed on connection exception",
+    "UnknownHostException",
+    "NoRouteToHostException",
+    "ConnectTimeoutException",
+    "SocketTimeoutException",
+)
+# Java exception class names YARN prefixes to its messages ("org.apache...: ").
+_JAVA_PREFIX = re.compile(r"^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
+# Hadoop's pointer to its wiki after a connection error: noise in a message.
+_WIKI = re.compile(r";?\s*For more details see:\s+\S+")
+
+
+class YarnUnreachableError(TfyarnError, ConnectionError):
+    """The ResourceManager could not be reached within the bound."""
+
+
+class UnknownApplicationError(TfyarnError, LookupError):
+    """The cluster knows no application of that id."""
+
+
+def no_application(app_id: str, detail: str = "") -> UnknownApplicationError:
+    """The one message for an application id the cluster does not know.
+
+    ``tfyarn status``, ``kill`` and ``logs`` all raise it, whichever of YARN's
+    interfaces noticed.
+    """
+    why = f" ({detail})" if detail else ""
+    return UnknownApplicationError(
+        f"no application {app_id} on this cluster{why}; "
+        "`tfyarn list --all` shows the known ones"
+    )
 
 
 def use_cluster() -> None:
@@ -41,9 +80,13 @@ def use_cluster() -> None:
     Raises
     ------
     ClusterError
-        Neither is available.
+        Neither is available, or ``$HADOOP_CONF_DIR`` is missing, empty or
+        lacks ``core-site.xml``/``yarn-site.xml`` (Hadoop would silently use
+        its defaults: a ResourceManager on 0.0.0.0).
     """
-    if os.environ.get("HADOOP_CONF_DIR"):
+    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    if conf_dir:
+        hadoop_conf.check_conf_dir(conf_dir)
         return
     from tfyarn.cluster import use_local_cluster
 
@@ -51,6 +94,22 @@ def use_cluster() -> None:
         use_local_cluster()
     except ClusterError:
         raise ClusterError(NO_CLUSTER) from None
+    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    if not conf_dir:  # no local cluster running
+        raise ClusterError(NO_CLUSTER)
+    hadoop_conf.check_conf_dir(conf_dir)
+
+
+def java_environ() -> dict[str, str]:
+    """The environment for a Java YARN client: ours, reading the bounded config.
+
+    Call after :func:`use_cluster`.
+    """
+    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    if not conf_dir:
+        return dict(os.environ)
+    bounded = hadoop_conf.bounded_conf_dir(conf_dir, hadoop_conf.yarn_timeout())
+    return {**os.environ, "HADOOP_CONF_DIR": str(bounded)}
 
 
 def connect() -> Any:
@@ -78,8 +137,17 @@ def connect() -> Any:
     log_dir = Path(tempfile.gettempdir()) / f"tfyarn-{os.getuid()}"
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / "skein-driver.log"
+    # skein's Client.__del__ calls close(), which fails on an instance whose
+    # __init__ raised (no _proc yet) and prints "Exception ignored in ...":
+    # build it in two steps so a failed one can be disarmed.
+    client = skein.Client.__new__(skein.Client)
     try:
-        return skein.Client(log=str(log), log_level="warn")
+        try:
+            with _environ(java_environ()):
+                client.__init__(log=str(log), log_level="warn")
+        except BaseException:
+            client._proc = None  # skein already stopped its driver if it had one
+            raise
     except FileNotFoundError as exc:  # `yarn` not on PATH
         raise ClusterError(f"{NO_CLUSTER} ({exc.filename or exc} not found)") from None
     except subprocess.CalledProcessError as exc:
@@ -91,6 +159,20 @@ def connect() -> Any:
         raise TfyarnError(
             f"could not start skein's YARN driver: {exc}; its log is {log}"
         ) from None
+    return client
+
+
+@contextlib.contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` = ``env`` inside the block: skein's driver inherits it."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 @contextlib.contextmanager
@@ -127,17 +209,31 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
         raise  # already says what to do (SpecError is also a ValueError)
     except (ValueError, KeyError) as exc:
         if app_id:
-            raise TfyarnError(
-                f"no application {app_id} on this cluster ({_first_line(exc)}); "
-                "`tfyarn list --all` shows the known ones"
-            ) from None
-        raise TfyarnError(f"YARN refused the request: {_first_line(exc)}") from None
+            raise no_application(app_id, cause(exc)) from None
+        raise TfyarnError(f"YARN refused the request: {cause(exc)}") from None
     except skein.exceptions.ConnectionError as exc:
         raise TfyarnError(
-            f"lost skein's YARN driver ({_first_line(exc)}); try again"
+            f"lost skein's YARN driver ({cause(exc)}); try again"
         ) from None
     except skein.exceptions.SkeinError as exc:
-        raise TfyarnError(f"YARN refused the request: {_first_line(exc)}") from None
+        if any(mark in str(exc) for mark in _UNREACHABLE):
+            raise unreachable(cause(exc)) from None
+        raise TfyarnError(f"YARN refused the request: {cause(exc)}") from None
+
+
+def unreachable(detail: str) -> YarnUnreachableError:
+    """The error for a ResourceManager that did not answer, naming where it was sought."""
+    conf_dir = os.environ.get("HADOOP_CONF_DIR", "")
+    addresses = hadoop_conf.rm_addresses(conf_dir) if conf_dir else ["0.0.0.0:8032"]
+    timeout = hadoop_conf.yarn_timeout()
+    return YarnUnreachableError(
+        f"could not reach the YARN ResourceManager at {', '.join(addresses)} "
+        f"(gave up after retrying for {timeout:.0f} s: {detail}). Check that "
+        f"the ResourceManager "
+        f"runs and that yarn.resourcemanager.address in "
+        f"{Path(conf_dir or '$HADOOP_CONF_DIR') / 'yarn-site.xml'} names it; "
+        f"{hadoop_conf.TIMEOUT_ENV}=SECONDS waits longer"
+    )
 
 
 def check_app_id(app_id: str) -> str:
@@ -157,9 +253,26 @@ def app_order(app_id: str) -> tuple[int, int]:
     return int(ts), int(seq)
 
 
-def _first_line(exc: BaseException) -> str:
+def cause(exc: BaseException, *, max_lines: int = 3) -> str:
+    """What an exception from skein says, on one line, without Java noise.
+
+    skein's driver answers "Failed to submit application, exception:" and the
+    Java message on the next lines, where YARN's reason is; keep both, drop
+    stack frames and Java class-name prefixes.
+    """
     text = str(exc).strip()
     # KeyError's str() is the repr of its argument.
     if isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0]).strip()
-    return text.splitlines()[0] if text else repr(exc)
+    lines = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("at ", "...")):
+            continue  # a Java stack frame
+        line = _JAVA_PREFIX.sub("", line.removeprefix("Caused by: "))
+        line = _WIKI.sub("", line).strip()
+        if line.endswith("exception:"):
+            line = line[: -len("exception:")].rstrip(" ,")
+        if line not in lines:
+            lines.append(line)
+    return ": ".join(lines[:max_lines]) if lines else repr(exc)

@@ -111,7 +111,8 @@ def follow(
                     app = None
                 last_state = state
             if state in DONE:
-                return finish(status_from_report(report, None), say)
+                python = spec.python if spec else None
+                return finish(status_from_report(report, None, python=python), say)
             waited = time.monotonic() - start
             if state == "RUNNING":
                 if app is None:

@@ -8,6 +8,7 @@ application's key-value store through the contract's types.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,11 +23,17 @@ from tfyarn.client.connection import (
     opened,
     yarn_errors,
 )
+from tfyarn.contract.exit_codes import explain_diagnostics, explain_exit
 from tfyarn.contract.status import MASTER_KEY, STATUS_KEY
 from tfyarn.contract.status import JobStatus as MasterStatus
 
 # How long `kill` waits for YARN to report the application ended.
 KILL_WAIT = 30.0
+# skein's AM calls the master's command (``exec <python> -u -m am``) the
+# "application driver"; its exit code is the command's.
+_MASTER_EXIT = re.compile(r"Application driver failed with exit code (-?\d+)")
+# How explanations are marked in the diagnostics.
+MEANING = "meaning: "
 
 
 @dataclass(frozen=True)
@@ -42,7 +49,11 @@ class JobStatus:
     final_status
         ``UNDEFINED`` while running, then ``SUCCEEDED``, ``FAILED`` or ``KILLED``.
     diagnostics
-        YARN's diagnostics: the master's explanation once the job ended.
+        YARN's diagnostics: the master's explanation once the job ended,
+        followed by a ``meaning: ...`` line for each exit code or YARN message
+        in it that a number alone does not explain (see :func:`explain`).
+    host
+        The node of the (latest) application master, as YARN reports it.
     master
         The master's latest published status (phase, every task) while the job
         runs; ``None`` before the master publishes one and after the job ends.
@@ -57,6 +68,7 @@ class JobStatus:
     diagnostics: str = ""
     progress: float = 0.0
     tracking_url: str = ""
+    host: str = ""
     tags: frozenset[str] = frozenset()
     started: datetime | None = None
     finished: datetime | None = None
@@ -148,7 +160,31 @@ def list_jobs(
     return sorted(jobs, key=lambda j: app_order(j.app_id))
 
 
-def kill(app_id: str, *, client: Any | None = None) -> JobStatus:
+@dataclass(frozen=True)
+class KillResult(JobStatus):
+    """What :func:`kill` found and did: the status after it, and whether the
+    job had already ended before (then nothing was killed)."""
+
+    already_ended: bool = False
+
+    def summary(self) -> str:
+        """One line for a person: what happened to the job."""
+        if self.already_ended:
+            return (
+                f"{self.app_id} had already ended ({self.state}, final status "
+                f"{self.outcome}); nothing to kill"
+            )
+        if self.done:
+            return (
+                f"{self.app_id} killed: state {self.state}, final status {self.outcome}"
+            )
+        return (
+            f"{self.app_id}: kill requested, YARN still reports {self.state} after "
+            f"{KILL_WAIT:.0f} s; `tfyarn status {self.app_id}` shows when it ends"
+        )
+
+
+def kill(app_id: str, *, client: Any | None = None) -> KillResult:
     """Kill a job, first giving every script its grace to checkpoint.
 
     The master is asked to stop every task (SIGTERM, then ``stop_grace``);
@@ -156,9 +192,10 @@ def kill(app_id: str, *, client: Any | None = None) -> JobStatus:
 
     Returns
     -------
-    JobStatus
-        The status after the kill (``KILLED``, or the final status if the job
-        had already ended).
+    KillResult
+        The status after the kill (``KILLED``), or, with ``already_ended``
+        true, the final status of a job that had ended before: killing it is
+        not an error (the job is not running, as asked).
 
     Raises
     ------
@@ -175,7 +212,7 @@ def kill(app_id: str, *, client: Any | None = None) -> JobStatus:
         with yarn_errors(app_id):
             report = yarn.application_report(app_id)
             if str(report.state) in DONE:
-                return status_from_report(report, None)
+                return KillResult(**_fields(report), already_ended=True)
             _stop_tasks_gracefully(yarn, app_id)
             yarn.kill_application(app_id)
             deadline = time.monotonic() + KILL_WAIT
@@ -184,7 +221,7 @@ def kill(app_id: str, *, client: Any | None = None) -> JobStatus:
                 if str(report.state) in DONE:
                     break
                 time.sleep(0.5)
-        return status_from_report(report, None)
+        return KillResult(**_fields(report))
 
 
 def _stop_tasks_gracefully(yarn: Any, app_id: str) -> None:
@@ -272,20 +309,72 @@ def read_master_status(app: Any) -> MasterStatus | None:
         return None
 
 
-def status_from_report(report: Any, master: MasterStatus | None) -> JobStatus:
-    """A :class:`JobStatus` from a ``skein.ApplicationReport``."""
-    return JobStatus(
-        app_id=str(report.id),
-        name=str(report.name or ""),
-        queue=str(report.queue or ""),
-        user=str(report.user or ""),
-        state=str(report.state),
-        final_status=str(report.final_status),
-        diagnostics=str(report.diagnostics or ""),
-        progress=float(report.progress or 0.0),
-        tracking_url=str(report.tracking_url or ""),
-        tags=frozenset(report.tags or ()),
-        started=getattr(report, "start_time", None),
-        finished=getattr(report, "finish_time", None),
-        master=master,
-    )
+def status_from_report(
+    report: Any, master: MasterStatus | None, *, python: str | None = None
+) -> JobStatus:
+    """A :class:`JobStatus` from a ``skein.ApplicationReport``.
+
+    ``python``: the job's interpreter (``--python``), when known, to name it
+    if the master's command was not found.
+    """
+    return JobStatus(**_fields(report, python=python), master=master)
+
+
+def _fields(report: Any, *, python: str | None = None) -> dict[str, Any]:
+    diagnostics = str(report.diagnostics or "")
+    host = str(getattr(report, "host", "") or "")
+    meaning = explain(diagnostics, host=host, python=python)
+    if meaning:
+        diagnostics = "\n".join([diagnostics.rstrip(), *meaning])
+    return {
+        "app_id": str(report.id),
+        "name": str(report.name or ""),
+        "queue": str(report.queue or ""),
+        "user": str(report.user or ""),
+        "state": str(report.state),
+        "final_status": str(report.final_status),
+        "diagnostics": diagnostics,
+        "progress": float(report.progress or 0.0),
+        "tracking_url": str(report.tracking_url or ""),
+        "host": host,
+        "tags": frozenset(report.tags or ()),
+        "started": getattr(report, "start_time", None),
+        "finished": getattr(report, "finish_time", None),
+    }
+
+
+def explain(
+    diagnostics: str, *, host: str = "", python: str | None = None
+) -> list[str]:
+    """``meaning: ...`` lines for what YARN's diagnostics say only as numbers.
+
+    The master's own command failing (skein: "Application driver failed with
+    exit code N") is named as such: 127 means its interpreter (``--python``)
+    is not on the node, 126 that it is not executable there. Every other exit
+    code or YARN message gets the words of
+    :func:`tfyarn.contract.exit_codes.explain_diagnostics`.
+    """
+    if MEANING in diagnostics:
+        return []  # already explained (a status read back)
+    lines = []
+    where = f" on node {host}" if host and host != "N/A" else " on its node"
+    interpreter = f"{python} (--python)" if python else "given by --python"
+    m = _MASTER_EXIT.search(diagnostics)
+    code = int(m.group(1)) if m else None
+    if code == 127:
+        lines.append(
+            f"the application master could not start: the interpreter "
+            f"{interpreter} was not found{where}; give --python the path of a "
+            "Python with tfyarn installed on every node"
+        )
+    elif code == 126:
+        lines.append(
+            f"the application master could not start: the interpreter "
+            f"{interpreter} is not executable{where}; give --python the path "
+            "of a Python with tfyarn installed on every node"
+        )
+    elif code is not None and explain_exit(code):
+        lines.append(f"the application master {explain_exit(code)}")
+    rest = _MASTER_EXIT.sub("", diagnostics) if m else diagnostics
+    lines += explain_diagnostics(rest)
+    return [MEANING + line for line in lines]

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tfyarn.client import config
+from tfyarn.client import config, preflight
 from tfyarn.client.connection import opened, yarn_errors
 from tfyarn.client.follow import follow
 from tfyarn.spec import JobSpec
@@ -25,7 +25,8 @@ def check(
 
     Checks every option against the schema, the layout (counts, a PS job
     without workers), that the script and local files exist and, with
-    ``cluster=True``, that every task fits on the largest running node.
+    ``cluster=True``, that every task fits on the largest running node, that
+    the queue takes applications and that ``hdfs://`` files exist.
 
     Parameters
     ----------
@@ -53,6 +54,8 @@ def check(
         What is wrong and what would be right.
     TfyarnError
         ``cluster=True`` and no cluster can be reached.
+    HdfsError
+        ``cluster=True``, an ``hdfs://`` file, and HDFS cannot be asked.
 
     Examples
     --------
@@ -63,10 +66,29 @@ def check(
     spec = config.to_spec(script, tuple(args), cfg).validate()
     if cluster:
         with opened(client) as yarn:
-            with yarn_errors():
-                nodes = node_resources(yarn)
-            spec.check_fits(nodes)
+            check_cluster(yarn, spec)
     return spec
+
+
+def check_cluster(yarn: Any, spec: JobSpec) -> None:
+    """What YARN would refuse about a validated job, asked on an open client.
+
+    Every task fits on the largest running node, the queue exists, runs and
+    is a leaf, and every ``hdfs://`` file exists: the checks of a real
+    submit and of ``--dry_run`` alike.
+
+    Raises
+    ------
+    SpecError
+        What YARN would refuse, and what would be right.
+    TfyarnError
+        YARN (or HDFS) could not be asked.
+    """
+    with yarn_errors():
+        nodes = node_resources(yarn)
+    spec.check_fits(nodes)
+    preflight.check_queue(yarn, spec.queue)
+    preflight.check_remote_files([spec.script, *spec.files])
 
 
 def node_resources(yarn: Any) -> dict[str, tuple[int, int, int]]:

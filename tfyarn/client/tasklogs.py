@@ -27,7 +27,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tfyarn.client.connection import NO_CLUSTER, check_app_id, use_cluster
+from tfyarn.client.connection import (
+    NO_CLUSTER,
+    check_app_id,
+    java_environ,
+    use_cluster,
+)
 from tfyarn.client.jobs import status
 from tfyarn.contract.status import JobStatus as MasterStatus
 from tfyarn.errors import ClusterError, TfyarnError
@@ -117,7 +122,14 @@ def logs(
     else:
         with contextlib.suppress(TfyarnError):
             master = status(app_id, client=client).master
-    text = yarn_logs(app_id, timeout)
+    try:
+        text = yarn_logs(app_id, timeout)
+    except YarnLogsError:
+        # yarn's words for an unknown id ("Can not find the appOwner") differ
+        # from status's and kill's: ask YARN itself, which raises the same
+        # "no application ... on this cluster" they do.
+        status(app_id, client=client)
+        raise
     entries = split(text, master, yarn_files=yarn_files)
     if not entries:
         raise TfyarnError(
@@ -133,8 +145,18 @@ def logs(
     return entries
 
 
+class YarnLogsError(TfyarnError):
+    """``yarn logs`` ended with an error and printed no container logs."""
+
+
 def yarn_logs(app_id: str, timeout: float) -> str:
-    """The output of ``yarn logs -applicationId APP_ID``."""
+    """The output of ``yarn logs -applicationId APP_ID``.
+
+    Raises
+    ------
+    YarnLogsError
+        It failed and printed no logs (its last lines are in the message).
+    """
     try:
         done = subprocess.run(
             ["yarn", "logs", "-applicationId", app_id],
@@ -142,6 +164,7 @@ def yarn_logs(app_id: str, timeout: float) -> str:
             text=True,
             timeout=timeout,
             check=False,
+            env=java_environ(),  # bounded retries of an unreachable RM
         )
     except FileNotFoundError:
         raise ClusterError(NO_CLUSTER) from None
@@ -151,7 +174,7 @@ def yarn_logs(app_id: str, timeout: float) -> str:
         ) from None
     if done.returncode != 0 and "Container:" not in done.stdout:
         tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
-        raise TfyarnError(
+        raise YarnLogsError(
             f"`yarn logs -applicationId {app_id}` failed (exit code "
             f"{done.returncode}):\n{tail}"
         )

@@ -1,0 +1,195 @@
+"""The client's Hadoop configuration: checked, read, and bounded for YARN calls.
+
+Hadoop silently falls back to its built-in defaults (a ResourceManager on
+``0.0.0.0:8032``) when ``$HADOOP_CONF_DIR`` is empty or lacks its site files,
+and its YARN client retries an unreachable ResourceManager for up to 15 minutes
+(``yarn.resourcemanager.connect.max-wait.ms``), each attempt itself retried at
+the IPC layer (``ipc.client.connect.max.retries``): measured, ``tfyarn list``
+against ``127.0.0.1:1`` printed nothing for over 1000 s. So the directory is
+checked (:func:`check_conf_dir`), and every Java process tfyarn starts to talk
+to YARN (skein's driver, ``yarn logs``) reads a copy of it whose retry settings
+give up after :func:`yarn_timeout` seconds (:func:`bounded_conf_dir`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from tfyarn.errors import ClusterError
+
+# The site files a client needs: core-site.xml names HDFS (fs.defaultFS),
+# yarn-site.xml the ResourceManager.
+REQUIRED = ("core-site.xml", "yarn-site.xml")
+# Seconds before a YARN call to an unreachable ResourceManager gives up;
+# TFYARN_YARN_TIMEOUT overrides it.
+DEFAULT_YARN_TIMEOUT = 20.0
+TIMEOUT_ENV = "TFYARN_YARN_TIMEOUT"
+_RM_PORT = 8032  # yarn-default.xml's port of yarn.resourcemanager.address
+
+
+def check_conf_dir(conf_dir: str | os.PathLike[str]) -> Path:
+    """``conf_dir`` as a :class:`Path`, if it holds a client configuration.
+
+    Raises
+    ------
+    ClusterError
+        The directory is missing, is not a directory, or lacks
+        ``core-site.xml`` or ``yarn-site.xml``; the message names it and what
+        is missing.
+    """
+    path = Path(conf_dir).expanduser()
+    where = f"HADOOP_CONF_DIR={conf_dir}"
+    if not path.exists():
+        raise ClusterError(
+            f"{where} does not exist; point HADOOP_CONF_DIR at your cluster's "
+            "client configuration (the directory holding core-site.xml and "
+            "yarn-site.xml), or unset it to use `tfyarn cluster start`'s cluster"
+        )
+    if not path.is_dir():
+        raise ClusterError(
+            f"{where} is a file, not a directory; point HADOOP_CONF_DIR at the "
+            "directory holding core-site.xml and yarn-site.xml"
+        )
+    missing = [name for name in REQUIRED if not (path / name).is_file()]
+    if missing:
+        what = (
+            "it is empty"
+            if not any(path.iterdir())
+            else "it has no " + (" and no ".join(missing))
+        )
+        raise ClusterError(
+            f"{where} is not a Hadoop client configuration: {what} (Hadoop would "
+            "silently use its built-in defaults instead); point HADOOP_CONF_DIR "
+            "at the directory holding your cluster's core-site.xml and "
+            "yarn-site.xml"
+        )
+    return path
+
+
+def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
+    """name -> value of a Hadoop ``*-site.xml`` (empty if unreadable)."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return {}
+    out = {}
+    for prop in root.iter("property"):
+        name, value = prop.findtext("name"), prop.findtext("value")
+        if name:
+            out[name.strip()] = (value or "").strip()
+    return out
+
+
+def rm_addresses(conf_dir: str | os.PathLike[str]) -> list[str]:
+    """The ResourceManager address(es) a client of ``conf_dir`` tries.
+
+    ``yarn.resourcemanager.address``, else ``<yarn.resourcemanager.hostname>:8032``
+    as Hadoop derives it; with HA (``yarn.resourcemanager.ha.rm-ids``), one per
+    ResourceManager.
+    """
+    props = read_properties(Path(conf_dir) / "yarn-site.xml")
+
+    def address(suffix: str = "") -> str:
+        explicit = props.get(f"yarn.resourcemanager.address{suffix}")
+        if explicit:
+            return explicit
+        host = props.get(f"yarn.resourcemanager.hostname{suffix}", "0.0.0.0")
+        return f"{host}:{_RM_PORT}"
+
+    ids = [
+        i.strip() for i in props.get("yarn.resourcemanager.ha.rm-ids", "").split(",")
+    ]
+    ids = [i for i in ids if i]
+    if props.get("yarn.resourcemanager.ha.enabled", "").lower() == "true" and ids:
+        return [address(f".{i}") for i in ids]
+    return [address()]
+
+
+def yarn_timeout() -> float:
+    """Seconds a YARN call may spend reaching the ResourceManager.
+
+    ``$TFYARN_YARN_TIMEOUT`` if set (a positive number), else 20 s.
+
+    Raises
+    ------
+    ClusterError
+        ``$TFYARN_YARN_TIMEOUT`` is not a positive number.
+    """
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_YARN_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ClusterError(
+            f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds; "
+            f"unset it for the default {DEFAULT_YARN_TIMEOUT:.0f} s"
+        )
+    return value
+
+
+def retry_settings(timeout: float) -> dict[str, str]:
+    """Hadoop client settings under which reaching the RM gives up after ~``timeout`` s.
+
+    YARN's RMProxy retries whole calls every ``retry-interval`` until
+    ``max-wait``; each of those attempts is a Hadoop IPC connect, which has its
+    own retries (on refusal and on connect timeouts). Both layers are bounded:
+    about five RM attempts, each one IPC retry and a 5 s connect timeout, so a
+    refused port gives up after about ``timeout`` s and a silent (firewalled)
+    host after about twice that at most.
+    """
+    wait_ms = int(timeout * 1000)
+    return {
+        "yarn.resourcemanager.connect.max-wait.ms": str(wait_ms),
+        "yarn.resourcemanager.connect.retry-interval.ms": str(max(1000, wait_ms // 5)),
+        "ipc.client.connect.max.retries": "1",
+        "ipc.client.connect.retry.interval": "1000",
+        "ipc.client.connect.max.retries.on.timeouts": "1",
+        "ipc.client.connect.timeout": "5000",
+    }
+
+
+_overlays: dict[tuple[str, float], Path] = {}
+
+
+def bounded_conf_dir(conf_dir: str | os.PathLike[str], timeout: float) -> Path:
+    """A copy of ``conf_dir`` whose yarn-site.xml bounds every RM connection.
+
+    Java reads ``yarn-site.xml`` from the first directory on its classpath, and
+    Hadoop's ``yarn classpath`` puts ``$HADOOP_CONF_DIR`` first, so a Java
+    client started with ``HADOOP_CONF_DIR`` = this copy gets
+    :func:`retry_settings` on top of the cluster's own configuration. One copy
+    per process (Hadoop may re-read its files at any time, so it must outlive
+    the Java processes), removed when the process exits.
+    """
+    key = (str(Path(conf_dir).resolve()), timeout)
+    if key in _overlays and _overlays[key].is_dir():
+        return _overlays[key]
+    overlay = Path(tempfile.mkdtemp(prefix="tfyarn-conf-"))
+    atexit.register(shutil.rmtree, overlay, ignore_errors=True)
+    for entry in Path(conf_dir).iterdir():
+        if entry.is_file():
+            shutil.copy2(entry, overlay / entry.name)
+    _set_properties(overlay / "yarn-site.xml", retry_settings(timeout))
+    _overlays[key] = overlay
+    return overlay
+
+
+def _set_properties(path: Path, values: dict[str, str]) -> None:
+    tree = ET.parse(path)
+    root = tree.getroot()
+    for prop in root.findall("property"):
+        if (prop.findtext("name") or "").strip() in values:
+            root.remove(prop)  # top-level <property> only: Hadoop reads no others
+    for name, value in values.items():
+        prop = ET.SubElement(root, "property")
+        ET.SubElement(prop, "name").text = name
+        ET.SubElement(prop, "value").text = value
+    tree.write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,88 @@
+"""What YARN would refuse at submission, found before submitting.
+
+A refused submission costs an upload of every file and comes back as one of
+skein's driver messages; a wrong queue or a missing ``hdfs://`` file is found
+here instead, by the same checks ``tfyarn submit --dry_run`` runs, with a
+message naming the queue or file and what would be right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from tfyarn.client.connection import yarn_errors
+from tfyarn.errors import SpecError
+
+
+def check_queue(yarn: Any, queue: str) -> None:
+    """Refuse a queue YARN would refuse: unknown, not running, or a parent.
+
+    Raises
+    ------
+    SpecError
+        Naming the queue and the leaf queues one can submit to.
+    """
+    with yarn_errors():
+        try:
+            info = yarn.get_queue(queue)
+        except ValueError:  # skein's INVALID_ARGUMENT: "Queue 'x' does not exist"
+            raise SpecError(
+                f"queue {queue!r} does not exist on this cluster; "
+                f"{_known(yarn)}; set --queue"
+            ) from None
+        state = str(getattr(info, "state", "RUNNING"))
+        if state != "RUNNING":
+            raise SpecError(
+                f"queue {queue!r} is {state} and accepts no applications; "
+                f"{_known(yarn)}; set --queue"
+            )
+        children = yarn.get_child_queues(queue)
+        if children:
+            names = ", ".join(sorted(str(c.name) for c in children))
+            raise SpecError(
+                f"queue {queue!r} is a parent queue; YARN takes applications "
+                f"only in leaf queues: set --queue to one of its children ({names})"
+            )
+
+
+def _known(yarn: Any) -> str:
+    import skein
+
+    try:
+        names = sorted(str(q.name) for q in yarn.get_all_queues())
+    except (skein.exceptions.SkeinError, ValueError, KeyError):
+        return "the queues cannot be listed"  # only a hint: the refusal stands
+    return f"queues: {', '.join(names)}" if names else "the cluster lists no queues"
+
+
+def check_remote_files(urls: Iterable[str]) -> None:
+    """Refuse ``hdfs://`` (and ``viewfs://``) files that are not there.
+
+    Other schemes (``s3a://``, ...) are left to YARN, which may know them.
+
+    Raises
+    ------
+    SpecError
+        A file does not exist or is a directory.
+    HdfsError
+        HDFS could not be asked (its message names the NameNode).
+    """
+    from tfyarn.data import fs
+
+    for url in urls:
+        scheme = url.split("://", 1)[0] if "://" in url else ""
+        if scheme not in fs.HDFS_SCHEMES:
+            continue
+        try:
+            info = fs.resolve(url).info(url)
+        except fs.PathNotFoundError:
+            raise SpecError(
+                f"file not found: {url}; every task would need it (--files). "
+                f"Upload it first (`hdfs dfs -put FILE {url}`) or fix the path"
+            ) from None
+        if info.is_dir:
+            raise SpecError(
+                f"{url} is a directory; --files ships files: give each file, "
+                "or an archive (.zip, .tar.gz) that YARN unpacks"
+            )
