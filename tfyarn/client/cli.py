@@ -344,8 +344,7 @@ def _status(ns: argparse.Namespace) -> int:
 
 
 def _kill(ns: argparse.Namespace) -> int:
-    st = jobs.kill(ns.app_id)
-    print(f"{st.app_id}: state {st.state}, final status {st.final_status}")
+    print(jobs.kill(ns.app_id).summary())
     return 0
 
 
