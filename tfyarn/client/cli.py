@@ -260,7 +260,7 @@ def _submit(ns: argparse.Namespace) -> int:
         )
 
     with connection.connect() as yarn:
-        spec.check_fits(_nodes(yarn))
+        submission.check_cluster(yarn, spec)
         app_id = submission.submit_spec(yarn, spec)
         submitted(app_id)
         if own.detach:
@@ -288,7 +288,7 @@ def _nodes(yarn: Any) -> dict[str, tuple[int, int, int]]:
 def _dry_run(spec: JobSpec) -> int:
     try:
         with connection.connect() as yarn:
-            spec.check_fits(_nodes(yarn))
+            submission.check_cluster(yarn, spec)
         fits = "every task fits on the cluster's largest node"
     except ClusterError as exc:
         fits = f"cluster resources NOT checked ({exc})"
