@@ -22,8 +22,9 @@ import skein
 from _fake_yarn import APP_ID, FakeYarn, Report
 
 import tfyarn
-from tfyarn.client import connection, hadoop_conf, jobs, preflight, tasklogs
+from tfyarn.client import connection, hadoop_conf, jobs, narrator, preflight, tasklogs
 from tfyarn.contract.exit_codes import exit_codes, explain_diagnostics, explain_exit
+from tfyarn.contract.status import TaskState, TaskStatus
 from tfyarn.errors import ClusterError, JobFailedError, SpecError, TfyarnError
 
 SITE = """<?xml version="1.0"?>
@@ -379,6 +380,24 @@ def test_a_task_killed_over_memory_is_explained() -> None:
     diag = "worker:0 failed, exit code -104"
     (line,) = jobs.explain(diag)
     assert line.startswith(jobs.MEANING) and "physical memory" in line
+
+
+@pytest.mark.parametrize(
+    ("state", "code", "words"),
+    [
+        (TaskState.FAILED, 137, "exit code 137: killed (SIGKILL)"),
+        (TaskState.FAILED, -9, "exit code -9: killed (SIGKILL)"),
+        (TaskState.FAILED, 1, "exit code 1)"),
+        (TaskState.KILLED, -15, "exit code -15)"),  # the master's own stop
+    ],
+)
+def test_task_lines_explain_an_unasked_end(
+    state: TaskState, code: int, words: str
+) -> None:
+    task = TaskStatus(
+        task="worker:1", role="worker", index=1, state=state, exit_code=code
+    )
+    assert words in narrator.describe_task(task)
 
 
 # -- 4. a bad HADOOP_CONF_DIR is refused ------------------------------------------

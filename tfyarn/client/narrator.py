@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
+from tfyarn.contract.exit_codes import explain_exit
 from tfyarn.contract.status import JobStatus, Phase, TaskState, TaskStatus
 from tfyarn.spec import ROLES
 
@@ -91,7 +92,10 @@ def describe_task(task: TaskStatus) -> str:
     if task.yarn_container_id:
         bits.append(task.yarn_container_id)
     if task.exit_code is not None and task.state.has_exit_code():
-        bits.append(f"exit code {task.exit_code}")
+        # Words only for an end nobody asked for: a KILLED task's -15 is the
+        # master's own stop.
+        words = explain_exit(task.exit_code) if task.state is TaskState.FAILED else ""
+        bits.append(f"exit code {task.exit_code}" + (f": {words}" if words else ""))
     state = task.state.value
     return f"{task.task} {state}" + (f" ({', '.join(bits)})" if bits else "")
 
