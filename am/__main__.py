@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import getpass
-import json
 import logging
 import os
 import signal
@@ -22,8 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 from grpc_health.v1 import health
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from am.launcher import Launcher
+from am.metrics import JobMetrics, PublishedSnapshot
 from am.servicer import create_server, mark_serving
 from am.state import JobState
 from tfyarn.contract import env as _env
@@ -69,13 +70,22 @@ async def serve(
         # charged before still count against max_restarts.
         state.resume_after_master_loss(attempt, await launcher.previous_restarts())
     health_servicer = health.aio.HealthServicer()
-    server, port = create_server(state, cert, key, health_servicer=health_servicer)
+    # The page and /metrics read only the last published snapshot.
+    published = PublishedSnapshot(lambda: state.last_status)
+    job_metrics = JobMetrics(published)
+    server, port = create_server(
+        state,
+        cert,
+        key,
+        health_servicer=health_servicer,
+        on_call=job_metrics.count_call,
+    )
     state.master_address = f"{host}:{port}"
     await server.start()
     await mark_serving(health_servicer)
     log.info("tfyarn master serving on %s", state.master_address)
     await launcher.publish(MASTER_KEY, state.master_address)
-    await _add_status_page(state, launcher)
+    await _add_status_page(published, job_metrics, launcher)
 
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(
@@ -106,7 +116,9 @@ def am_attempt(container_id: str) -> int:
         return 1
 
 
-async def _add_status_page(state: JobState, launcher: Launcher) -> None:
+async def _add_status_page(
+    published: PublishedSnapshot, job_metrics: JobMetrics, launcher: Launcher
+) -> None:
     from am import status_page
 
     try:
@@ -114,7 +126,11 @@ async def _add_status_page(state: JobState, launcher: Launcher) -> None:
         # Loopback only: skein's web UI, in this same container, proxies it
         # behind YARN's tracking URL; nothing else needs to reach it.
         page = status_page.serve(
-            lambda: json.loads(state.last_status or "{}"), host="127.0.0.1"
+            published,
+            host="127.0.0.1",
+            user=os.environ.get("USER") or getpass.getuser(),
+            metrics=lambda: (job_metrics.exposition(), CONTENT_TYPE_LATEST),
+            rates=job_metrics.rates.observe,
         )
         target = f"http://127.0.0.1:{page.server_address[1]}"
         await launcher.add_page("tfyarn", target, "tfyarn status")

@@ -128,10 +128,61 @@ def _serialize(message: bytes | Any) -> bytes:
     return message if isinstance(message, bytes) else message.SerializeToString()
 
 
-def _handlers(servicer: MasterServicer) -> dict[str, grpc.RpcMethodHandler]:
+OnCall = Callable[[str, str], None]  # (method, status code name) per answered call
+
+
+def _code(context: grpc.aio.ServicerContext) -> str:
+    code = context.code()
+    return code.name if isinstance(code, grpc.StatusCode) else "UNKNOWN"
+
+
+def _counted_unary(name: str, method: Callable[..., Any], on_call: OnCall) -> Any:
+    async def counted(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            reply = await method(request, context)
+        except BaseException:
+            on_call(name, _code(context))  # an abort (TaskRejected) or a crash
+            raise
+        on_call(name, "OK")
+        return reply
+
+    return counted
+
+
+def _counted_stream(name: str, method: Callable[..., Any], on_call: OnCall) -> Any:
+    # A stream lives as long as its task: count it once, when it is accepted
+    # (its first event) or refused.
+    async def counted(
+        request: Any, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Any]:
+        seen = False
+        try:
+            async for event in method(request, context):
+                if not seen:
+                    seen = True
+                    on_call(name, "OK")
+                yield event
+        except BaseException:
+            if not seen:
+                seen = True
+                on_call(name, _code(context))
+            raise
+        finally:
+            if not seen:
+                on_call(name, "OK")
+
+    return counted
+
+
+def _handlers(
+    servicer: MasterServicer, on_call: OnCall | None = None
+) -> dict[str, grpc.RpcMethodHandler]:
     # As the generated add_MasterServicer_to_server, except that responses may
-    # be pre-serialized bytes (WatchCluster's shared ClusterSpec).
+    # be pre-serialized bytes (WatchCluster's shared ClusterSpec), and each
+    # call may be counted for /metrics (am/metrics.py).
     def unary(method: Callable[..., Any], request: Any) -> grpc.RpcMethodHandler:
+        if on_call is not None:
+            method = _counted_unary(method.__name__, method, on_call)
         return grpc.unary_unary_rpc_method_handler(
             method,
             request_deserializer=request.FromString,
@@ -141,7 +192,9 @@ def _handlers(servicer: MasterServicer) -> dict[str, grpc.RpcMethodHandler]:
     return {
         "RegisterTask": unary(servicer.RegisterTask, pb.RegisterTaskRequest),
         "WatchCluster": grpc.unary_stream_rpc_method_handler(
-            servicer.WatchCluster,
+            servicer.WatchCluster
+            if on_call is None
+            else _counted_stream("WatchCluster", servicer.WatchCluster, on_call),
             request_deserializer=pb.WatchClusterRequest.FromString,
             response_serializer=_serialize,
         ),
@@ -159,12 +212,15 @@ def create_server(
     address: str = "0.0.0.0:0",
     *,
     health_servicer: health.aio.HealthServicer | None = None,
+    on_call: OnCall | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """Build (not start) the master's server with mutual TLS; return it and its port.
 
     Clients must present a certificate signed by the application's own
     certificate (skein gives every container the same pair), so a process
     without the app's credentials cannot even complete the TLS handshake.
+    ``on_call(method, code)`` is told of every answered call (the master's
+    /metrics counts them).
     """
     server = grpc.aio.server(
         options=[
@@ -177,7 +233,7 @@ def create_server(
             ("grpc.server.max_pending_requests_hard_limit", 100_000),
         ]
     )
-    handlers = _handlers(MasterServicer(state))
+    handlers = _handlers(MasterServicer(state), on_call)
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(SERVICE, handlers),)
     )

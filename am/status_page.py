@@ -1,78 +1,279 @@
-"""A small status page behind YARN's tracking URL (skein's web UI proxies it).
+"""The job's page behind YARN's tracking URL (skein's web UI proxies it).
 
-A stdlib HTTP server in a daemon thread; it only reads the latest snapshot the
-reconcile loop published, so it never touches the state from another thread.
+A stdlib HTTP server in a daemon thread, serving three paths from the latest
+snapshot the reconcile loop published (so nothing here touches the state from
+another thread): the page (hand-written HTML, refreshed by the browser every
+few seconds; every value escaped), ``status.json`` (the snapshot itself) and
+``metrics`` (Prometheus text, am/metrics.py). Links are relative, so they work
+behind both proxies (the ResourceManager's, then skein's ``/pages/tfyarn/``).
 """
 
 from __future__ import annotations
 
 import html
 import json
+import logging
+import re
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import quote, urlsplit
+
+log = logging.getLogger(__name__)
+
+REFRESH_SECONDS = 5
+Rates = Callable[[dict[str, Any]], dict[str, float]]
+
+# A NodeManager web address as skein reports it (host:port); anything else
+# gets no link rather than a crafted one.
+_NODE_ADDRESS = re.compile(r"^[A-Za-z0-9.\-]+:\d+$")
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:1em 2em;color:#222}
+h1{font-size:1.4em} h2{font-size:1.1em;margin-top:1.4em}
+.phase{padding:2px 8px;border-radius:4px;background:#ddd}
+.phase-RUNNING,.phase-SUCCEEDED{background:#c8efc8}
+.phase-FAILED,.phase-KILLED{background:#f4c2c2}
+.phase-RESTARTING,.phase-STOPPING,.phase-FINISHING{background:#fbe3b0}
+table{border-collapse:collapse} td,th{padding:3px 9px;text-align:left;
+border-bottom:1px solid #ddd;font-size:0.92em} th{background:#f3f3f3}
+.bar{width:32em;height:1.1em;background:#eee;border:1px solid #bbb}
+.fill{height:100%;background:#4a8fdc}
+pre{background:#f7f7f7;padding:0.6em;white-space:pre-wrap}
+.muted{color:#777}
+"""
 
 
-def render(snapshot: dict[str, Any]) -> str:
-    """The snapshot as one HTML page (refreshes itself every 5 s)."""
+def esc(value: object) -> str:
+    """Text (or an attribute value) safe in HTML; None is empty."""
+    return "" if value is None else html.escape(str(value), quote=True)
+
+
+def log_url(node: str | None, container: str | None, user: str) -> str | None:
+    """The NodeManager's page of a container's logs (while it runs), or None."""
+    if not (node and container and user and _NODE_ADDRESS.match(node)):
+        return None
+    return f"http://{node}/node/containerlogs/{quote(container)}/{quote(user)}"
+
+
+def render(
+    snapshot: dict[str, Any],
+    *,
+    user: str = "",
+    rates: dict[str, float] | None = None,
+    now: float | None = None,
+) -> str:
+    """The snapshot as one HTML page.
+
+    ``user``: the application's user (the NodeManager's log pages need it);
+    ``rates``: steps/s by task; ``now``: wall-clock seconds (tests pin it).
+    """
+    now = time.time() if now is None else now
+    rates = rates or {}
+    phase = str(snapshot.get("phase") or "UNKNOWN")
+    refresh = (
+        ""
+        if phase in ("SUCCEEDED", "FAILED", "KILLED")
+        else f"<meta http-equiv='refresh' content='{REFRESH_SECONDS}'>"
+    )
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        refresh,
+        f"<title>tfyarn {esc(phase)}</title><style>{_STYLE}</style></head><body>",
+        (
+            f"<h1>tfyarn job: <span id='phase' class='phase phase-{esc(phase)}'>"
+            f"{esc(phase)}</span></h1>"
+        ),
+        _summary(snapshot, now),
+        _progress(snapshot, rates),
+        _restarts(snapshot),
+        _diagnostics(snapshot),
+        "<h2>Tasks</h2>",
+        _task_table(snapshot.get("tasks", []), user, rates),
+        (
+            "<p class='muted'><a href='status.json'>status.json</a> · "
+            "<a href='metrics'>metrics</a> (Prometheus) · "
+            f"refreshes every {REFRESH_SECONDS} s while the job runs</p>"
+        ),
+        "</body></html>",
+    ]
+    return "".join(parts)
+
+
+def _summary(snap: dict[str, Any], now: float) -> str:
+    items = [f"generation {esc(snap.get('generation', 0))}"]
+    restarts = f"restarts {esc(snap.get('restarts', 0))}"
+    if snap.get("max_restarts") is not None:
+        restarts += (
+            f" (budget used {esc(snap.get('budget_used', 0))}"
+            f" of {esc(snap['max_restarts'])})"
+        )
+    items.append(restarts)
+    items.append(f"lead {esc(snap.get('lead'))}")
+    started = snap.get("started")
+    if started is not None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(started))
+        items.append(f"started {esc(stamp)} ({_duration(now - started)} ago)")
+        if snap.get("cluster_formed_at") is not None:
+            formed = snap["cluster_formed_at"] - started
+            items.append(f"cluster formed after {_duration(formed)}")
+    if snap.get("master_address"):
+        items.append(f"master {esc(snap['master_address'])}")
+    return "<p id='summary'>" + " · ".join(items) + "</p>"
+
+
+def _progress(snap: dict[str, Any], rates: dict[str, float]) -> str:
+    # The lead task's step against total_steps, as in YARN's own progress bar
+    # (am/publish.py: yarn_progress) and tfyarn.report_progress's docs.
+    lead = next(
+        (t for t in snap.get("tasks", []) if t["task"] == snap.get("lead")), None
+    )
+    if lead is None or lead.get("step") is None:
+        return "<p id='progress' class='muted'>no progress reported yet</p>"
+    step = lead["step"]
+    total = (lead.get("metrics") or {}).get("total_steps")
+    rate = rates.get(lead["task"])
+    speed = f" · {rate:.2f} steps/s" if rate else ""
+    if not total:
+        return (
+            f"<p id='progress'>{esc(lead['task'])} at step {esc(step)}{speed} "
+            "<span class='muted'>(report total_steps for a progress bar)</span></p>"
+        )
+    percent = max(0.0, min(100.0, 100.0 * step / total))
+    eta = ""
+    if rate and rate > 0 and step < total:
+        eta = f" · about {_duration((total - step) / rate)} left"
+    return (
+        f"<div id='progress'><div class='bar' role='progressbar' aria-valuemin='0' "
+        f"aria-valuemax='100' aria-valuenow='{percent:.0f}'>"
+        f"<div class='fill' style='width:{percent:.1f}%'></div></div>"
+        f"<p>{esc(lead['task'])}: step {esc(step)} of {esc(int(total))} "
+        f"({percent:.0f}%){speed}{eta}</p></div>"
+    )
+
+
+def _restarts(snap: dict[str, Any]) -> str:
+    reasons = snap.get("restart_reasons") or []
+    if not reasons:
+        return ""
+    items = "".join(f"<li>{esc(r)}</li>" for r in reasons)
+    return f"<h2>Restarts</h2><ol id='restarts'>{items}</ol>"
+
+
+def _diagnostics(snap: dict[str, Any]) -> str:
+    diag = snap.get("diagnostics") or ""
+    return (
+        f"<h2>Diagnostics</h2><pre id='diagnostics'>{esc(diag)}</pre>" if diag else ""
+    )
+
+
+_COLUMNS = (
+    "task",
+    "state",
+    "host:port",
+    "container",
+    "attempt",
+    "step",
+    "steps/s",
+    "metrics",
+    "heartbeat",
+    "exit",
+    "logs",
+    "last event",
+)
+
+
+def _task_table(
+    tasks: Iterable[dict[str, Any]], user: str, rates: dict[str, float]
+) -> str:
+    head = "".join(f"<th>{esc(c)}</th>" for c in _COLUMNS)
     rows = []
-    for t in snapshot.get("tasks", []):
+    for t in tasks:
+        rate = rates.get(t["task"])
+        age = t.get("last_heartbeat_age")
+        metrics = t.get("metrics") or {}
+        url = log_url(t.get("node"), t.get("yarn_container_id"), user)
+        logs = (
+            f"<a href='{esc(url)}'>logs</a> · <a href='{esc(url)}/stderr/?start=-8192'>"
+            "stderr</a>"
+            if url
+            else ""
+        )
         cells = [
-            t["task"],
-            str(t["attempt"]),
-            t["state"],
-            t.get("address") or "",
-            t.get("yarn_container_id") or "",
-            "" if t.get("exit_code") is None else str(t["exit_code"]),
-            "" if t.get("step") is None else str(t["step"]),
-            (t.get("history") or [""])[-1],
+            esc(t["task"]),
+            esc(t["state"]),
+            esc(t.get("address")),
+            esc(t.get("yarn_container_id")),
+            esc(t.get("attempt", 0)),
+            esc(t.get("step")),
+            "" if rate is None else f"{rate:.2f}",
+            esc(", ".join(f"{k}={_number(v)}" for k, v in sorted(metrics.items()))),
+            "" if age is None else f"{esc(age)} s ago",
+            esc(t.get("exit_code")),
+            logs,
+            esc((t.get("history") or [""])[-1]),
         ]
         rows.append(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
+            f"<tr class='task' data-task='{esc(t['task'])}' "
+            f"data-state='{esc(t['state'])}'>"
+            + "".join(f"<td>{c}</td>" for c in cells)
+            + "</tr>"
         )
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in (
-            "task",
-            "attempt",
-            "state",
-            "address",
-            "container",
-            "exit",
-            "step",
-            "last event",
-        )
-    )
-    diag = html.escape(snapshot.get("diagnostics") or "")
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        "<meta http-equiv='refresh' content='5'><title>tfyarn</title>"
-        "<style>body{font-family:sans-serif}td,th{padding:2px 8px;text-align:left}"
-        "</style></head><body>"
-        f"<h2>tfyarn job: {html.escape(str(snapshot.get('phase')))}</h2>"
-        f"<p>generation {snapshot.get('generation')}, restarts {snapshot.get('restarts')}, "
-        f"lead {html.escape(str(snapshot.get('lead')))}</p>"
-        f"<pre>{diag}</pre><table><tr>{head}</tr>{''.join(rows)}</table>"
-        "<p><a href='status.json'>status.json</a></p></body></html>"
-    )
+    return f"<table id='tasks'><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _number(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def serve(
-    snapshot: Callable[[], dict[str, Any]], host: str = "0.0.0.0"
+    snapshot: Callable[[], dict[str, Any]],
+    host: str = "0.0.0.0",
+    *,
+    user: str = "",
+    metrics: Callable[[], tuple[bytes, str]] | None = None,
+    rates: Rates | None = None,
 ) -> ThreadingHTTPServer:
-    """Start the page on an ephemeral port in a daemon thread; return the server."""
+    """Start the page on an ephemeral port in a daemon thread; return the server.
+
+    ``metrics`` returns the body and content type of ``/metrics``; ``rates``
+    turns a snapshot into steps/s by task (am/metrics.py: StepRates.observe).
+    """
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            snap = snapshot()
-            if self.path.rstrip("/").endswith("status.json"):
-                body, kind = json.dumps(snap).encode(), "application/json"
-            else:
-                body, kind = render(snap).encode(), "text/html; charset=utf-8"
-            self.send_response(200)
+            path = urlsplit(self.path).path.rstrip("/")
+            try:
+                if path.endswith("/metrics") and metrics is not None:
+                    body, kind = metrics()
+                else:
+                    snap = snapshot()
+                    if path.endswith("status.json"):
+                        body, kind = json.dumps(snap).encode(), "application/json"
+                    else:
+                        seen = rates(snap) if rates and snap else {}
+                        page = render(snap, user=user, rates=seen)
+                        body, kind = page.encode(), "text/html; charset=utf-8"
+                status = 200
+            except Exception as exc:  # a page error must not cost the job
+                log.exception("status page: %s failed", self.path)
+                body = f"tfyarn status page error: {exc}".encode()
+                kind, status = "text/plain; charset=utf-8", 500
+            self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
             self.end_headers()
             self.wfile.write(body)
 

@@ -1,48 +1,224 @@
-"""The status page the master serves behind YARN's tracking URL."""
+"""The page the master serves behind YARN's tracking URL (am/status_page.py)."""
 
 from __future__ import annotations
 
 import json
+import re
+import urllib.error
 import urllib.request
+from typing import Any
+
+import pytest
 
 from am import status_page
+from tfyarn.contract.status import JobStatus, Phase, TaskState, TaskStatus
 
-SNAPSHOT = {
-    "phase": "RUNNING",
-    "generation": 1,
-    "restarts": 0,
-    "lead": "chief:0",
-    "diagnostics": "",
-    "tasks": [
-        {
-            "task": "worker:0",
-            "attempt": 0,
-            "state": "RUNNING",
-            "address": "node1:2222",
-            "yarn_container_id": "container_1_0001_01_000002",
-            "exit_code": None,
-            "step": 42,
-            "history": ["10:00:00 RUNNING: <received cluster 1>"],
-        }
-    ],
-}
+NOW = 1_800_000_100.0
+HOSTILE = "<script>alert('x')</script>"
 
 
-def test_page_shows_every_task_and_escapes_text() -> None:
-    html = status_page.render(SNAPSHOT)
-    assert "tfyarn job: RUNNING" in html
-    assert "<td>worker:0</td>" in html and "<td>node1:2222</td>" in html
-    assert "<td>42</td>" in html
-    assert "&lt;received cluster 1&gt;" in html
+def snapshot(**changes: Any) -> dict[str, Any]:
+    """A snapshot as am/publish.py builds it (through the contract's own types)."""
+    job = JobStatus(
+        phase=Phase.RUNNING,
+        generation=2,
+        restarts=1,
+        restart_reasons=[f"cluster restarted: ps:0 (node2) was lost {HOSTILE}"],
+        max_restarts=3,
+        budget_used=1,
+        started=1_800_000_000.0,
+        cluster_formed_at=1_800_000_012.5,
+        master_address="node1:40000",
+        lead="chief:0",
+        diagnostics="",
+        tasks=[
+            TaskStatus(
+                task="chief:0",
+                role="chief",
+                index=0,
+                attempt=0,
+                state=TaskState.RUNNING,
+                address="node1:2222",
+                container_id="chief_0",
+                yarn_container_id="container_1800000000000_0007_01_000002",
+                node="node1:8042",
+                step=250,
+                metrics={"loss": 0.125, "total_steps": 1000.0},
+                last_heartbeat_age=1.5,
+                history=["10:00:00 RUNNING: received cluster 2"],
+            ),
+            TaskStatus(
+                task="ps:0",
+                role="ps",
+                index=0,
+                attempt=1,
+                state=TaskState.REGISTERED,
+                address="node2:2223",
+                container_id="ps_1",
+                yarn_container_id="container_1800000000000_0007_01_000005",
+                node="node2:8042",
+                last_heartbeat_age=0.5,
+                failures=["attempt 0: lost"],
+                history=[f"10:00:05 REGISTERED: {HOSTILE}"],
+            ),
+            TaskStatus(
+                task="worker:0",
+                role="worker",
+                index=0,
+                state=TaskState.REQUESTED,
+                # A node address that is not host:port must not become a link.
+                node="javascript:alert(1)",
+                yarn_container_id="container_x",
+            ),
+        ],
+    ).to_dict()
+    job.update(changes)
+    return job
 
 
-def test_server_answers_html_and_json() -> None:
-    server = status_page.serve(lambda: SNAPSHOT, host="127.0.0.1")
+def rows(page: str) -> dict[str, list[str]]:
+    """Task -> its cells' text (tags stripped), as a reader sees the table."""
+    found = {}
+    for task, body in re.findall(
+        r"<tr class='task' data-task='([^']*)'[^>]*>(.*?)</tr>", page
+    ):
+        cells = re.findall(r"<td>(.*?)</td>", body)
+        found[task] = [re.sub(r"<[^>]+>", "", c) for c in cells]
+    return found
+
+
+def test_page_shows_phase_generation_restarts_and_each_task() -> None:
+    page = status_page.render(snapshot(), user="alice", now=NOW)
+    assert "<span id='phase' class='phase phase-RUNNING'>RUNNING</span>" in page
+    assert "generation 2" in page and "restarts 1 (budget used 1 of 3)" in page
+    assert "cluster formed after 12 s" in page and "(1 min ago)" not in page
+    table = rows(page)
+    assert list(table) == ["chief:0", "ps:0", "worker:0"]
+    chief = dict(zip(status_page._COLUMNS, table["chief:0"], strict=True))
+    assert chief["state"] == "RUNNING"
+    assert chief["host:port"] == "node1:2222"
+    assert chief["container"] == "container_1800000000000_0007_01_000002"
+    assert chief["step"] == "250"
+    assert chief["metrics"] == "loss=0.125, total_steps=1000"
+    assert chief["heartbeat"] == "1.5 s ago"
+    ps = dict(zip(status_page._COLUMNS, table["ps:0"], strict=True))
+    assert ps["attempt"] == "1" and ps["state"] == "REGISTERED"
+
+
+def test_progress_bar_is_the_lead_tasks_step_of_total_steps() -> None:
+    page = status_page.render(snapshot(), rates={"chief:0": 5.0}, now=NOW)
+    assert "aria-valuenow='25'" in page and "width:25.0%" in page
+    assert "chief:0: step 250 of 1000 (25%) · 5.00 steps/s" in page
+    assert "about 2 min left" in page  # 750 steps at 5 steps/s
+    # Without total_steps: the step, and how to get a bar.
+    snap = snapshot()
+    snap["tasks"][0]["metrics"] = {"loss": 0.1}
+    page = status_page.render(snap, now=NOW)
+    assert "role='progressbar'" not in page
+    assert "chief:0 at step 250" in page and "total_steps" in page
+
+
+def test_log_links_point_at_the_nodemanagers_container_log_pages() -> None:
+    page = status_page.render(snapshot(), user="alice", now=NOW)
+    assert (
+        "href='http://node1:8042/node/containerlogs/"
+        "container_1800000000000_0007_01_000002/alice'" in page
+    )
+    assert "http://node2:8042/node/containerlogs/" in page
+    assert "javascript:" not in page.split("<table")[1].split("data-task='worker:0'")[1]
+    # Without the user the NodeManager cannot show them: no link.
+    assert "containerlogs" not in status_page.render(snapshot(), now=NOW)
+
+
+def test_every_text_is_escaped() -> None:
+    snap = snapshot(diagnostics=f"worker:1 failed: {HOSTILE}", lead=HOSTILE)
+    snap["tasks"][1]["metrics"] = {HOSTILE: 1.0}
+    page = status_page.render(snap, user="a'b", now=NOW)
+    assert "<script>" not in page
+    assert page.count("&lt;script&gt;") >= 4  # reason, history, diagnostics, metric
+    assert "/a%27b'" in page  # the user in a link, quoted
+
+
+def test_restarts_and_diagnostics_are_listed() -> None:
+    snap = snapshot(diagnostics="worker:1 exited with code 3", phase="FAILED")
+    page = status_page.render(snap, now=NOW)
+    assert "<ol id='restarts'><li>cluster restarted: ps:0 (node2) was lost" in page
+    assert "<pre id='diagnostics'>worker:1 exited with code 3</pre>" in page
+
+
+def test_refreshes_while_running_and_stops_when_the_job_ended() -> None:
+    assert "http-equiv='refresh'" in status_page.render(snapshot(), now=NOW)
+    ended = status_page.render(snapshot(phase="SUCCEEDED"), now=NOW)
+    assert "http-equiv='refresh'" not in ended
+
+
+def test_an_empty_snapshot_renders() -> None:
+    page = status_page.render({}, now=NOW)
+    assert "UNKNOWN" in page and "no progress reported yet" in page
+
+
+def get(url: str) -> tuple[int, str, str]:
     try:
-        base = f"http://127.0.0.1:{server.server_address[1]}"
-        with urllib.request.urlopen(base + "/", timeout=5) as response:
-            assert "worker:0" in response.read().decode()
-        with urllib.request.urlopen(base + "/status.json", timeout=5) as response:
-            assert json.loads(response.read()) == SNAPSHOT
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return (
+                response.status,
+                response.headers["Content-Type"],
+                response.read().decode(),
+            )
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers["Content-Type"], exc.read().decode()
+
+
+@pytest.fixture
+def base() -> Any:
+    snap = snapshot()
+    seen: list[dict[str, Any]] = []
+
+    def rates(s: dict[str, Any]) -> dict[str, float]:
+        seen.append(s)
+        return {"chief:0": 2.0}
+
+    server = status_page.serve(
+        lambda: snap,
+        host="127.0.0.1",
+        user="alice",
+        metrics=lambda: (b"tfyarn_up 1\n", "text/plain; version=0.0.4"),
+        rates=rates,
+    )
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", snap, seen
     finally:
         server.shutdown()
+        server.server_close()
+
+
+def test_server_answers_the_page_the_snapshot_and_metrics(base: Any) -> None:
+    url, snap, seen = base
+    status, kind, body = get(url + "/")
+    assert status == 200 and kind.startswith("text/html")
+    assert "data-task='ps:0'" in body and "2.00 steps/s" in body
+    assert seen == [snap]
+    status, kind, body = get(url + "/status.json?x=1")
+    assert kind == "application/json" and json.loads(body) == snap
+    status, kind, body = get(url + "/metrics")
+    assert (status, body) == (200, "tfyarn_up 1\n") and "0.0.4" in kind
+
+
+def test_a_failing_page_answers_500_and_keeps_serving() -> None:
+    calls = {"n": 0}
+
+    def flaky() -> dict[str, Any]:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("boom")
+        return snapshot()
+
+    server = status_page.serve(flaky, host="127.0.0.1")
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        status, _, body = get(url)
+        assert status == 500 and "boom" in body
+        assert get(url)[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
