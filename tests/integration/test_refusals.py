@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import uuid
 from pathlib import Path
@@ -22,8 +23,9 @@ from tfyarn.errors import TfyarnError
 
 pytestmark = pytest.mark.yarn
 
-# Far above the bound (20 s of retries plus a driver start), far below the
-# 1000+ s an unbounded client waited: only a hang fails this.
+# Far above the bound (20 s of retries, about 60 s for a silent RM, plus a
+# driver start), far below the 1000+ s an unbounded client waited: only a hang
+# fails this.
 HANG = 180
 SMALL = ["--am_memory", "512 MiB", "--worker_memory", "256 MiB", "--num_worker", "1"]
 
@@ -57,42 +59,60 @@ def assert_clean_refusal(done: subprocess.CompletedProcess[str], *words: str) ->
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
 
 
-def test_an_unreachable_resource_manager_is_named_not_waited_for(
-    tmp_path: Path, ok_script: str
-) -> None:
-    conf = tmp_path / "conf"
+def conf_with_rm(tmp_path: Path, address: str) -> dict[str, str]:
+    """The environment with a copy of the cluster's config whose RM is ``address``."""
+    conf = tmp_path / address.replace(":", "_")
     shutil.copytree(os.environ["HADOOP_CONF_DIR"], conf)
     yarn_site = conf / "yarn-site.xml"
     text, n = re.subn(
         r"(<name>yarn\.resourcemanager\.address</name>\s*<value>)[^<]*(</value>)",
-        r"\g<1>127.0.0.1:1\g<2>",
+        rf"\g<1>{address}\g<2>",
         yarn_site.read_text(),
     )
     assert n == 1, "the cluster's yarn-site.xml names no RM address to change"
     yarn_site.write_text(text)
     env = {**os.environ, "HADOOP_CONF_DIR": str(conf)}
     env.pop("TFYARN_YARN_TIMEOUT", None)
-    # Both at once: two drivers retrying cost little CPU, and half the wait.
-    procs = [
-        subprocess.Popen(
-            [*TFYARN, *argv],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-            env=env,
-        )
-        for argv in (["submit", "--dry_run", *SMALL, ok_script], ["list"])
-    ]
-    try:
-        results = [p.communicate(timeout=HANG) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, (out, err) in zip(procs, results, strict=True):
+    return env
+
+
+def test_an_unreachable_resource_manager_is_named_not_waited_for(
+    tmp_path: Path, ok_script: str
+) -> None:
+    refused = conf_with_rm(tmp_path, "127.0.0.1:1")
+    # A port that accepts connections and never answers: Hadoop's read timeout
+    # (120 s, retried) made this hang for minutes even with connects bounded.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        silent_rm = f"127.0.0.1:{silent.getsockname()[1]}"
+        runs = [
+            (["submit", "--dry_run", *SMALL, ok_script], refused, "127.0.0.1:1"),
+            (["list"], refused, "127.0.0.1:1"),
+            (["list"], conf_with_rm(tmp_path, silent_rm), silent_rm),
+        ]
+        # All at once: retrying drivers cost little CPU, and a third of the wait.
+        procs = [
+            subprocess.Popen(
+                [*TFYARN, *argv],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=REPO,
+                env=env,
+            )
+            for argv, env, _ in runs
+        ]
+        try:
+            results = [p.communicate(timeout=HANG) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+    for (_, env, address), p, (out, err) in zip(runs, procs, results, strict=True):
         done = subprocess.CompletedProcess(p.args, p.returncode, out, err)
-        assert_clean_refusal(done, "127.0.0.1:1", str(yarn_site), "ResourceManager")
+        yarn_site = str(Path(env["HADOOP_CONF_DIR"]) / "yarn-site.xml")
+        assert_clean_refusal(done, address, yarn_site, "ResourceManager")
 
 
 def test_an_unknown_queue_is_refused_before_submitting(ok_script: str) -> None:

@@ -105,8 +105,11 @@ def test_retry_settings_bound_both_layers() -> None:
     wait_ms = int(s["yarn.resourcemanager.connect.max-wait.ms"])
     interval = int(s["yarn.resourcemanager.connect.retry-interval.ms"])
     assert wait_ms == 30000 and 1000 <= interval <= wait_ms
-    # Per RM attempt: at most 2 connects of <= 5 s each.
+    # Per RM attempt: at most 2 connects of <= 5 s each, and a bounded wait
+    # for an answer (Hadoop's 120 s default made a silent RM hang for minutes).
     assert int(s["ipc.client.connect.timeout"]) <= 5000
+    assert int(s["ipc.client.rpc-timeout.ms"]) <= wait_ms
+    assert wait_ms // interval <= 5  # RMProxy counts attempts, not time
 
 
 def test_the_timeout_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:

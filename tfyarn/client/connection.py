@@ -228,8 +228,8 @@ def unreachable(detail: str) -> YarnUnreachableError:
     timeout = hadoop_conf.yarn_timeout()
     return YarnUnreachableError(
         f"could not reach the YARN ResourceManager at {', '.join(addresses)} "
-        f"(gave up after retrying for {timeout:.0f} s: {detail}). Check that "
-        f"the ResourceManager "
+        f"({detail}; gave up after retrying for about {timeout:.0f} s). Check "
+        f"that the ResourceManager "
         f"runs and that yarn.resourcemanager.address in "
         f"{Path(conf_dir or '$HADOOP_CONF_DIR') / 'yarn-site.xml'} names it; "
         f"{hadoop_conf.TIMEOUT_ENV}=SECONDS waits longer"

@@ -138,21 +138,26 @@ def yarn_timeout() -> float:
 def retry_settings(timeout: float) -> dict[str, str]:
     """Hadoop client settings under which reaching the RM gives up after ~``timeout`` s.
 
-    YARN's RMProxy retries whole calls every ``retry-interval`` until
-    ``max-wait``; each of those attempts is a Hadoop IPC connect, which has its
-    own retries (on refusal and on connect timeouts). Both layers are bounded:
-    about five RM attempts, each one IPC retry and a 5 s connect timeout, so a
-    refused port gives up after about ``timeout`` s and a silent (firewalled)
-    host after about twice that at most.
+    YARN's RMProxy retries a whole call every ``retry-interval`` until
+    ``max-wait`` (counted as max-wait / interval attempts, however long each
+    takes); each attempt is a Hadoop IPC call with its own connect retries and
+    a read timeout (``ipc.client.rpc-timeout.ms``, 120 s by default, which a
+    ResourceManager that accepts connections but never answers runs into on
+    every attempt). Bounded here: three attempts, ``timeout / 2`` apart, each
+    with one connect retry, a 5 s connect timeout and a ``timeout / 2`` read
+    timeout. Measured against 127.0.0.1:1 (refused): about ``timeout`` s; a
+    silent listener: about ``2.5 * timeout`` s (it hung for over 200 s before).
     """
     wait_ms = int(timeout * 1000)
+    half_ms = max(1000, wait_ms // 2)
     return {
         "yarn.resourcemanager.connect.max-wait.ms": str(wait_ms),
-        "yarn.resourcemanager.connect.retry-interval.ms": str(max(1000, wait_ms // 5)),
+        "yarn.resourcemanager.connect.retry-interval.ms": str(half_ms),
         "ipc.client.connect.max.retries": "1",
         "ipc.client.connect.retry.interval": "1000",
         "ipc.client.connect.max.retries.on.timeouts": "1",
         "ipc.client.connect.timeout": "5000",
+        "ipc.client.rpc-timeout.ms": str(max(5000, half_ms)),
     }
 
 
