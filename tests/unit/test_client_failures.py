@@ -437,6 +437,14 @@ def test_a_conf_dir_without_site_files_is_refused(tmp_path: Path) -> None:
         hadoop_conf.check_conf_dir(tmp_path / "file")
 
 
+def test_a_conf_dir_with_a_broken_site_file_is_refused(tmp_path: Path) -> None:
+    site(tmp_path / "core-site.xml")
+    (tmp_path / "yarn-site.xml").write_text("<configuration><property>")
+    with pytest.raises(ClusterError) as err:
+        hadoop_conf.check_conf_dir(tmp_path)
+    assert f"{tmp_path / 'yarn-site.xml'} (from HADOOP_CONF_DIR)" in str(err.value)
+
+
 def test_no_conf_dir_and_no_local_cluster_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -38,9 +38,9 @@ def check_conf_dir(conf_dir: str | os.PathLike[str]) -> Path:
     Raises
     ------
     ClusterError
-        The directory is missing, is not a directory, or lacks
-        ``core-site.xml`` or ``yarn-site.xml``; the message names it and what
-        is missing.
+        The directory is missing, is not a directory, cannot be read, or lacks
+        a readable ``core-site.xml`` or ``yarn-site.xml``; the message names
+        it and what is wrong.
     """
     path = Path(conf_dir).expanduser()
     where = f"HADOOP_CONF_DIR={conf_dir}"
@@ -55,19 +55,31 @@ def check_conf_dir(conf_dir: str | os.PathLike[str]) -> Path:
             f"{where} is a file, not a directory; point HADOOP_CONF_DIR at the "
             "directory holding core-site.xml and yarn-site.xml"
         )
-    missing = [name for name in REQUIRED if not (path / name).is_file()]
+    try:
+        missing = [name for name in REQUIRED if not (path / name).is_file()]
+        empty = not any(path.iterdir())
+    except OSError as exc:
+        raise ClusterError(
+            f"cannot read {where} ({exc.strerror or exc}); point HADOOP_CONF_DIR "
+            "at a client configuration you can read"
+        ) from None
     if missing:
-        what = (
-            "it is empty"
-            if not any(path.iterdir())
-            else "it has no " + (" and no ".join(missing))
-        )
+        what = "it is empty" if empty else "it has no " + " and no ".join(missing)
         raise ClusterError(
             f"{where} is not a Hadoop client configuration: {what} (Hadoop would "
             "silently use its built-in defaults instead); point HADOOP_CONF_DIR "
             "at the directory holding your cluster's core-site.xml and "
             "yarn-site.xml"
         )
+    for name in REQUIRED:
+        try:
+            ET.parse(path / name)
+        except (OSError, ET.ParseError) as exc:
+            # Hadoop would fail later, with a Java stack trace in a log file.
+            raise ClusterError(
+                f"{path / name} (from HADOOP_CONF_DIR) cannot be read as a Hadoop "
+                f"configuration: {exc}; fix or replace the file"
+            ) from None
     return path
 
 
@@ -177,12 +189,18 @@ def bounded_conf_dir(conf_dir: str | os.PathLike[str], timeout: float) -> Path:
     key = (str(Path(conf_dir).resolve()), timeout)
     if key in _overlays and _overlays[key].is_dir():
         return _overlays[key]
-    overlay = Path(tempfile.mkdtemp(prefix="tfyarn-conf-"))
-    atexit.register(shutil.rmtree, overlay, ignore_errors=True)
-    for entry in Path(conf_dir).iterdir():
-        if entry.is_file():
-            shutil.copy2(entry, overlay / entry.name)
-    _set_properties(overlay / "yarn-site.xml", retry_settings(timeout))
+    try:
+        overlay = Path(tempfile.mkdtemp(prefix="tfyarn-conf-"))
+        atexit.register(shutil.rmtree, overlay, ignore_errors=True)
+        for entry in Path(conf_dir).iterdir():
+            if entry.is_file():
+                shutil.copy2(entry, overlay / entry.name)
+        _set_properties(overlay / "yarn-site.xml", retry_settings(timeout))
+    except (OSError, ET.ParseError) as exc:
+        raise ClusterError(
+            f"could not copy HADOOP_CONF_DIR={conf_dir} to {tempfile.gettempdir()} "
+            f"to bound its retries ({exc}); check that directory has space"
+        ) from None
     _overlays[key] = overlay
     return overlay
 
