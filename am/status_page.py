@@ -38,7 +38,8 @@ h1{font-size:1.4em} h2{font-size:1.1em;margin-top:1.4em}
 .phase-FAILED,.phase-KILLED{background:#f4c2c2}
 .phase-RESTARTING,.phase-STOPPING,.phase-FINISHING{background:#fbe3b0}
 table{border-collapse:collapse} td,th{padding:3px 9px;text-align:left;
-border-bottom:1px solid #ddd;font-size:0.92em} th{background:#f3f3f3}
+border-bottom:1px solid #ddd;font-size:0.92em;white-space:nowrap}
+td:last-child{white-space:normal;min-width:14em} th{background:#f3f3f3}
 .bar{width:32em;height:1.1em;background:#eee;border:1px solid #bbb}
 .fill{height:100%;background:#4a8fdc}
 pre{background:#f7f7f7;padding:0.6em;white-space:pre-wrap}
@@ -195,9 +196,11 @@ def _task_table(
         age = t.get("last_heartbeat_age")
         metrics = t.get("metrics") or {}
         url = log_url(t.get("node"), t.get("yarn_container_id"), user)
+        # skein sends a service's stdout and stderr to <service>.log; the
+        # listing also has YARN's launch files.
+        output = f"{url}/{quote(t['role'])}.log/?start=-65536" if url else ""
         logs = (
-            f"<a href='{esc(url)}'>logs</a> · <a href='{esc(url)}/stderr/?start=-8192'>"
-            "stderr</a>"
+            f"<a href='{esc(output)}'>output</a> · <a href='{esc(url)}'>all logs</a>"
             if url
             else ""
         )

@@ -124,7 +124,11 @@ def test_log_links_point_at_the_nodemanagers_container_log_pages() -> None:
         "href='http://node1:8042/node/containerlogs/"
         "container_1800000000000_0007_01_000002/alice'" in page
     )
-    assert "http://node2:8042/node/containerlogs/" in page
+    assert (
+        "href='http://node2:8042/node/containerlogs/"
+        "container_1800000000000_0007_01_000005/alice/ps.log/?start=-65536'>output"
+        in page
+    )
     assert "javascript:" not in page.split("<table")[1].split("data-task='worker:0'")[1]
     # Without the user the NodeManager cannot show them: no link.
     assert "containerlogs" not in status_page.render(snapshot(), now=NOW)
