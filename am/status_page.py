@@ -82,7 +82,9 @@ def render(
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         refresh,
-        f"<title>tfyarn {esc(phase)}</title><style>{_STYLE}</style></head><body>",
+        # The title reads "tfyarn job: RUNNING" as the first page did (a tab's
+        # name; tests/integration/test_master.py looks for it).
+        f"<title>tfyarn job: {esc(phase)}</title><style>{_STYLE}</style></head><body>",
         (
             f"<h1>tfyarn job: <span id='phase' class='phase phase-{esc(phase)}'>"
             f"{esc(phase)}</span></h1>"

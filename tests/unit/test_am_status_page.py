@@ -90,6 +90,7 @@ def rows(page: str) -> dict[str, list[str]]:
 def test_page_shows_phase_generation_restarts_and_each_task() -> None:
     page = status_page.render(snapshot(), user="alice", now=NOW)
     assert "<span id='phase' class='phase phase-RUNNING'>RUNNING</span>" in page
+    assert "<title>tfyarn job: RUNNING</title>" in page
     assert "generation 2" in page and "restarts 1 (budget used 1 of 3)" in page
     assert "cluster formed after 12 s" in page and "(1 min ago)" not in page
     table = rows(page)
