@@ -183,6 +183,16 @@ def test_an_unreachable_rm_is_named(conf_dir: Path) -> None:
     assert isinstance(err.value, ConnectionError)
 
 
+def test_an_unreachable_namenode_is_not_called_the_rm(conf_dir: Path) -> None:
+    # While skein's driver uploads a job's files, the NameNode is called.
+    message = UNREACHABLE.replace("localhost:1 ", "nn.example:8020 ")
+    with pytest.raises(TfyarnError) as err, connection.yarn_errors():
+        raise skein.exceptions.DriverError(message)
+    text = str(err.value)
+    assert text.startswith("could not reach nn.example:8020")
+    assert "NameNode" in text and "ResourceManager" not in text
+
+
 # -- 2. YARN's reason is kept whole, and checked before submitting --------------
 
 

@@ -46,6 +46,8 @@ _UNREACHABLE = (
 )
 # Java exception class names YARN prefixes to its messages ("org.apache...: ").
 _JAVA_PREFIX = re.compile(r"^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error): ")
+# "Call From vm/127.0.0.1 to localhost:1 failed on connection exception".
+_CALLED = re.compile(r"\bto ([\w.\-]+):(\d+) failed on\b")
 # Hadoop's pointer to its wiki after a connection error: noise in a message.
 _WIKI = re.compile(r";?\s*For more details see:\s+\S+")
 
@@ -221,16 +223,29 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
         raise TfyarnError(f"YARN refused the request: {cause(exc)}") from None
 
 
-def unreachable(detail: str) -> YarnUnreachableError:
-    """The error for a ResourceManager that did not answer, naming where it was sought."""
+def unreachable(detail: str) -> TfyarnError:
+    """The error for a Hadoop service that did not answer, naming where it was sought.
+
+    Hadoop's message names the address it called ("Call From h to rm:8032
+    failed on connection exception"): the ResourceManager, or, while skein's
+    driver uploads a job's files, the HDFS NameNode.
+    """
     conf_dir = os.environ.get("HADOOP_CONF_DIR", "")
     addresses = hadoop_conf.rm_addresses(conf_dir) if conf_dir else ["0.0.0.0:8032"]
     timeout = hadoop_conf.yarn_timeout()
+    called = _CALLED.search(detail)
+    rm_ports = {a.rpartition(":")[2] for a in addresses}
+    if called and called.group(2) not in rm_ports:
+        core_site = Path(conf_dir or "$HADOOP_CONF_DIR") / "core-site.xml"
+        return TfyarnError(
+            f"could not reach {called.group(1)}:{called.group(2)} ({detail}). If "
+            f"that is the HDFS NameNode (fs.defaultFS in {core_site}), check "
+            "that it runs and that `hdfs dfs -ls /` works"
+        )
     return YarnUnreachableError(
         f"could not reach the YARN ResourceManager at {', '.join(addresses)} "
         f"({detail}; gave up after retrying for about {timeout:.0f} s). Check "
-        f"that the ResourceManager "
-        f"runs and that yarn.resourcemanager.address in "
+        f"that the ResourceManager runs and that yarn.resourcemanager.address in "
         f"{Path(conf_dir or '$HADOOP_CONF_DIR') / 'yarn-site.xml'} names it; "
         f"{hadoop_conf.TIMEOUT_ENV}=SECONDS waits longer"
     )
