@@ -19,7 +19,15 @@ from typing import Any
 from tfyarn import _surface
 from tfyarn._flags import add_option, add_switch
 from tfyarn._options import UNITS_HELP
-from tfyarn.client import config, connection, jobs, narrator, submission, tasklogs
+from tfyarn.client import (
+    config,
+    connection,
+    jobs,
+    livelogs,
+    narrator,
+    submission,
+    tasklogs,
+)
 from tfyarn.client.follow import follow, wait
 from tfyarn.errors import ClusterError
 from tfyarn.spec import JobSpec
@@ -101,6 +109,12 @@ def add_commands(subparsers: Any) -> None:
         "--yarn_files",
         action="store_true",
         help="also YARN's own files (launch_container.sh, prelaunch.err, ...)",
+    )
+    p.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="follow one running task's output (--task ROLE:INDEX) until the job ends",
     )
     p.set_defaults(func=_on_command_line(_logs_cmd))
 
@@ -376,6 +390,18 @@ def _list(ns: argparse.Namespace) -> int:
 
 
 def _logs_cmd(ns: argparse.Namespace) -> int:
+    if ns.follow:
+        livelogs.parse_task(ns.task)  # refuse a role or no task before connecting
+
+        def write(text: str) -> None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+        try:
+            livelogs.follow_task(ns.app_id, ns.task, write=write)
+        except KeyboardInterrupt:
+            return 130
+        return 0
     entries = tasklogs.logs(ns.app_id, task=ns.task, yarn_files=ns.yarn_files)
     print(tasklogs.render(entries), end="")
     return 0

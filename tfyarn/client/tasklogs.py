@@ -27,13 +27,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tfyarn.client import nodelogs
 from tfyarn.client.connection import (
     NO_CLUSTER,
     check_app_id,
     java_environ,
+    opened,
     use_cluster,
 )
 from tfyarn.client.jobs import status
+from tfyarn.client.nmweb import NodeLogsError
 from tfyarn.contract.status import JobStatus as MasterStatus
 from tfyarn.errors import ClusterError, TfyarnError
 from tfyarn.spec import ROLES, Role
@@ -85,7 +88,9 @@ def logs(
     """Every container's logs, labelled by task, via ``yarn logs``.
 
     Works for running jobs (from the NodeManagers) and ended ones (aggregated
-    on HDFS; aggregation may take a few seconds after the job ends).
+    on HDFS; aggregation may take a few seconds after the job ends). On a
+    cluster without log aggregation, where ``yarn logs`` finds nothing, the
+    NodeManagers' web services serve the files they still keep.
 
     Parameters
     ----------
@@ -124,12 +129,14 @@ def logs(
             master = status(app_id, client=client).master
     try:
         text = yarn_logs(app_id, timeout)
-    except YarnLogsError:
+    except YarnLogsError as exc:
         # yarn's words for an unknown id ("Can not find the appOwner") differ
         # from status's and kill's: ask YARN itself, which raises the same
         # "no application ... on this cluster" they do.
         status(app_id, client=client)
-        raise
+        # A known job: without log aggregation (a secure cluster without
+        # libhadoop.so, issue 12) its logs are still on the NodeManagers.
+        text = _from_nodes(app_id, client, exc)
     entries = split(text, master, yarn_files=yarn_files)
     if not entries:
         raise TfyarnError(
@@ -143,6 +150,24 @@ def logs(
             raise TfyarnError(f"no logs for task {task!r}; tasks with logs: {labels}")
         return chosen
     return entries
+
+
+def _from_nodes(app_id: str, client: Any | None, failed: YarnLogsError) -> str:
+    """The NodeManagers' copy of the logs; ``failed`` re-raised if they have none."""
+    try:
+        with opened(client) as yarn:
+            text = nodelogs.yarn_logs_text(app_id, yarn)
+    except NodeLogsError as exc:
+        raise YarnLogsError(
+            f"{failed}\nReading the NodeManagers' copy instead failed too: {exc}"
+        ) from None
+    if "Container:" not in text:
+        raise YarnLogsError(
+            f"{failed}\nNo NodeManager holds logs of {app_id} either (log "
+            "aggregation off and the nodes deleted them, see "
+            "yarn.nodemanager.log.retain-seconds, or the job never started a container)"
+        )
+    return text
 
 
 class YarnLogsError(TfyarnError):

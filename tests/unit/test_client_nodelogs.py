@@ -1,0 +1,201 @@
+"""Logs from the NodeManagers' web services: exact offsets, discovery without
+log aggregation, and ``logs -f`` across a restart (a fake NodeManager on loopback)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.unit._fake_nm import FakeNodeManager, serving
+from tfyarn.client import livelogs, nmweb, nodelogs, tasklogs
+from tfyarn.contract.status import JobStatus, Phase, TaskState, TaskStatus
+from tfyarn.errors import TfyarnError
+
+APP = "application_1700000000000_0007"
+AM = "container_1700000000000_0007_01_000001"
+C2 = "container_1700000000000_0007_01_000002"
+C3 = "container_1700000000000_0007_01_000003"
+
+
+@pytest.fixture
+def nm() -> Iterator[FakeNodeManager]:
+    fake = FakeNodeManager()
+    with serving(fake):
+        yield fake
+
+
+def test_read_from_returns_exactly_the_new_bytes(nm: FakeNodeManager) -> None:
+    nm.write(C2, "worker.log", b"first line\n")
+    chunk = nmweb.read_from(nm.address, C2, "worker.log", 0, 11)
+    assert (chunk.data, chunk.offset, chunk.skipped) == (b"first line\n", 0, 0)
+    nm.write(C2, "worker.log", b"second\n")
+    chunk = nmweb.read_from(nm.address, C2, "worker.log", chunk.end, 18)
+    assert chunk.data == b"second\n"
+    assert chunk.end == 18
+
+
+def test_read_from_a_file_grown_since_it_was_listed(nm: FakeNodeManager) -> None:
+    nm.write(C2, "worker.log", b"a" * 100)
+    nm.write(C2, "worker.log", b"b" * 50)  # written after a listing said 100
+    chunk = nmweb.read_from(nm.address, C2, "worker.log", 100, 100)
+    assert chunk.data == b"b" * 50
+
+
+def test_a_burst_beyond_the_chunk_is_skipped_and_counted(
+    nm: FakeNodeManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(nmweb, "MAX_CHUNK", 10)
+    nm.write(C2, "worker.log", b"0123456789abcdefghij")
+    chunk = nmweb.read_from(nm.address, C2, "worker.log", 0, 20)
+    assert (chunk.data, chunk.offset, chunk.skipped) == (b"abcdefghij", 10, 10)
+
+
+def test_a_container_the_node_does_not_hold_is_not_on_node(nm: FakeNodeManager) -> None:
+    with pytest.raises(nmweb.NotOnNode):
+        nmweb.log_files(nm.address, C2)
+
+
+def test_an_unreachable_node_is_named() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: connection refused
+        with pytest.raises(nmweb.NodeLogsError, match=f"127.0.0.1:{port}.*reachable"):
+            nmweb.log_files(f"127.0.0.1:{port}", C2)
+
+
+def _fake_yarn(*addresses: str) -> Any:
+    nodes = [SimpleNamespace(http_address=a) for a in addresses]
+    return SimpleNamespace(get_nodes=lambda states=None: nodes)
+
+
+def _job_on(nm: FakeNodeManager) -> None:
+    nm.write(AM, "application.master.log", b"INFO Starting " + C2.encode() + b"\n")
+    nm.write(AM, "application.master.log", b"INFO Starting " + C3.encode() + b"\n")
+    nm.write(C2, "ps.log", b"x ps:0 attempt 0 holds h:1\nps says hi\n")
+    nm.write(C3, "worker.log", b"x worker:1 attempt 0 holds h:2\nworker says hi\n")
+
+
+def test_without_aggregation_every_container_is_found_and_labelled(
+    nm: FakeNodeManager,
+) -> None:
+    _job_on(nm)
+    other = FakeNodeManager()  # a node that never ran the job
+    with serving(other):
+        text = nodelogs.yarn_logs_text(APP, _fake_yarn(other.address, nm.address))
+    entries = tasklogs.split(text)
+    assert [(e.task, e.log_type) for e in entries] == [
+        ("master", "application.master.log"),
+        ("ps:0", "ps.log"),
+        ("worker:1", "worker.log"),
+    ]
+    assert entries[2].text.endswith("worker says hi")
+    assert other.requests == [f"/ws/v1/node/apps/{APP}"]  # asked once, then skipped
+
+
+def test_logs_falls_back_to_the_nodes_when_yarn_logs_finds_none(
+    nm: FakeNodeManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _job_on(nm)
+
+    def no_aggregation(app_id: str, timeout: float) -> str:
+        raise tasklogs.YarnLogsError(
+            "Log aggregation has not completed or is not enabled"
+        )
+
+    monkeypatch.setattr(tasklogs, "yarn_logs", no_aggregation)
+    monkeypatch.setattr(
+        tasklogs, "status", lambda app_id, client=None: SimpleNamespace(master=None)
+    )
+    entries = tasklogs.logs(APP, task="worker:1", client=_fake_yarn(nm.address))
+    assert [e.container_id for e in entries] == [C3]
+
+
+def test_logs_says_both_failed_when_no_node_holds_the_job(
+    nm: FakeNodeManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_aggregation(app_id: str, timeout: float) -> str:
+        raise tasklogs.YarnLogsError("Log aggregation is not enabled")
+
+    monkeypatch.setattr(tasklogs, "yarn_logs", no_aggregation)
+    monkeypatch.setattr(
+        tasklogs, "status", lambda app_id, client=None: SimpleNamespace(master=None)
+    )
+    with pytest.raises(TfyarnError, match=r"(?s)not enabled.*No NodeManager holds"):
+        tasklogs.logs(APP, client=_fake_yarn(nm.address))
+
+
+class _Job:
+    """A fake YARN + master: each poll (sleep) runs the next scripted step."""
+
+    def __init__(self, nm: FakeNodeManager, steps: list[Any]) -> None:
+        self.nm, self.steps = nm, steps
+        self.state = "RUNNING"
+        self.container = C2
+        self.attempt = 0
+
+    def application_report(self, app_id: str) -> Any:
+        return SimpleNamespace(state=self.state)
+
+    def master(self, app: Any) -> JobStatus:
+        task = TaskStatus(
+            task="worker:0",
+            role="worker",
+            index=0,
+            state=TaskState.RUNNING,
+            attempt=self.attempt,
+            yarn_container_id=self.container,
+            node=self.nm.address,
+        )
+        return JobStatus(phase=Phase.RUNNING, tasks=[task])
+
+    def sleep(self, seconds: float) -> None:
+        self.steps.pop(0)(self)
+
+
+def test_follow_prints_output_as_it_arrives_and_across_a_restart(
+    nm: FakeNodeManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nm.write(C2, "worker.log", b"step 1\n")
+
+    def restart(job: _Job) -> None:
+        nm.write(C2, "worker.log", b"last words\n")
+        job.container, job.attempt = C3, 1
+        nm.write(C3, "worker.log", "r\u00e9sum\u00e9 ".encode())
+
+    def end(job: _Job) -> None:
+        nm.write(C3, "worker.log", b"done\n")
+        job.state = "FINISHED"
+
+    job = _Job(
+        nm,
+        [
+            lambda j: nm.write(C2, "worker.log", b"step 2\n"),
+            lambda j: None,  # nothing new
+            restart,
+            end,
+        ],
+    )
+    monkeypatch.setattr(
+        livelogs, "app_client", lambda yarn, app_id: SimpleNamespace(close=lambda: None)
+    )
+    monkeypatch.setattr(livelogs, "read_master_status", job.master)
+    monkeypatch.setattr(livelogs.time, "sleep", job.sleep)
+    out: list[str] = []
+    final = livelogs.follow_task(APP, "worker:0", write=out.append, client=job)
+    assert final == "FINISHED"
+    assert "".join(out) == (
+        f"==> worker:0 [{C2} on {nm.address}] <==\n"
+        "step 1\nstep 2\nlast words\n"
+        f"==> worker:0 attempt 1 [{C3} on {nm.address}] <==\n"
+        "r\u00e9sum\u00e9 done\n"
+    )
+
+
+@pytest.mark.parametrize("task", [None, "ps", "master", "worker:x", "boss:0"])
+def test_follow_wants_one_task(task: str | None) -> None:
+    with pytest.raises(TfyarnError, match="ROLE:INDEX"):
+        livelogs.parse_task(task)

@@ -1,0 +1,152 @@
+"""``tfyarn logs APP --task worker:0 -f``: a running task's output as it arrives.
+
+Like ``kubectl logs -f``. Each poll reads the master's published status for
+the task's current container and node, and the new bytes of its ``<role>.log``
+(skein's file for the service's output) from that NodeManager (:mod:`nmweb`).
+A new attempt of the task (a new container) gets a header and is read from
+its start. When the job ends, what the last container wrote since the last
+poll is read from its node or, once aggregated and gone from there, from the
+aggregated logs.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tfyarn.client import nmweb, tasklogs
+from tfyarn.client.connection import DONE, check_app_id, opened, yarn_errors
+from tfyarn.client.jobs import app_client, read_master_status
+from tfyarn.errors import TfyarnError
+from tfyarn.spec import Role
+
+POLL_INTERVAL = 1.0
+
+
+def parse_task(task: str | None) -> tuple[str, int]:
+    """``worker:0`` -> (``worker``, 0); one task only, since one stream is followed."""
+    role, _, index = (task or "").strip().partition(":")
+    if role not in {r.value for r in Role} or not index.isdigit():
+        raise TfyarnError(
+            f"-f follows one task's output, named ROLE:INDEX (e.g. --task worker:0), "
+            f"got {task!r}; without -f, --task also takes a role (ps) or 'master'"
+        )
+    return role, int(index)
+
+
+class _Stream:
+    """One container's ``<role>.log``: where reading stopped, and its decoder."""
+
+    def __init__(self, node: str, container: str, name: str) -> None:
+        self.node, self.container, self.name = node, container, name
+        self.offset = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def poll(self, write: Callable[[str], None]) -> None:
+        """Write what the file gained since the last poll (nothing if absent yet)."""
+        size = nmweb.log_files(self.node, self.container).get(self.name)
+        if size is None or size <= self.offset:
+            return
+        chunk = nmweb.read_from(self.node, self.container, self.name, self.offset, size)
+        if chunk.skipped:
+            write(f"\n[... {chunk.skipped} bytes not shown ...]\n")
+        self.feed(chunk.data, write)
+        self.offset = chunk.end
+
+    def feed(
+        self, data: bytes, write: Callable[[str], None], final: bool = False
+    ) -> None:
+        text = self._decoder.decode(data, final)
+        if text:
+            write(text)
+
+
+def follow_task(
+    app_id: str,
+    task: str,
+    *,
+    write: Callable[[str], None],
+    poll_interval: float = POLL_INTERVAL,
+    client: Any | None = None,
+) -> str:
+    """Write a task's output as it arrives until the job ends.
+
+    Returns
+    -------
+    str
+        YARN's final state of the application (``FINISHED``, ``FAILED``, ``KILLED``).
+
+    Raises
+    ------
+    TfyarnError
+        Not one task, no such application, or a NodeManager that cannot be read.
+    """
+    app_id = check_app_id(app_id)
+    role, index = parse_task(task)
+    key = f"{role}:{index}"
+    stream: _Stream | None = None
+    app = None
+    with opened(client) as yarn:
+        try:
+            while True:
+                with yarn_errors(app_id):
+                    report = yarn.application_report(app_id)
+                state = str(report.state)
+                if state in DONE:
+                    _finish(app_id, key, stream, write, yarn)
+                    return state
+                if state == "RUNNING":
+                    if app is None:
+                        app = app_client(yarn, app_id)
+                    master = read_master_status(app) if app else None
+                    t = master.task(key) if master else None
+                    if t and t.node and t.yarn_container_id:
+                        if stream is None or stream.container != t.yarn_container_id:
+                            if stream is not None:  # the old attempt's last words
+                                _drain(stream, write)
+                            stream = _Stream(t.node, t.yarn_container_id, f"{role}.log")
+                            attempt = f" attempt {t.attempt}" if t.attempt else ""
+                            write(
+                                f"==> {key}{attempt} [{t.yarn_container_id} on "
+                                f"{t.node}] <==\n"
+                            )
+                        with contextlib.suppress(nmweb.NotOnNode):
+                            stream.poll(write)
+                time.sleep(poll_interval)
+        finally:
+            if app is not None:
+                app.close()
+
+
+def _drain(stream: _Stream, write: Callable[[str], None]) -> bool:
+    """Read a stream to its end from its node; whether the node still had it."""
+    try:
+        stream.poll(write)
+    except nmweb.NotOnNode:
+        return False
+    stream.feed(b"", write, final=True)
+    return True
+
+
+def _finish(
+    app_id: str,
+    key: str,
+    stream: _Stream | None,
+    write: Callable[[str], None],
+    yarn: Any,
+) -> None:
+    """After the end: the rest of the last container, from its node or the
+    aggregated logs (the node deletes its copy once aggregated)."""
+    if stream is None:  # ended before it was seen running: its whole log
+        write(tasklogs.render(tasklogs.logs(app_id, task=key, client=yarn)))
+        return
+    if _drain(stream, write):
+        return
+    with contextlib.suppress(TfyarnError):  # nothing aggregated (yet): nothing more
+        for log in tasklogs.logs(app_id, task=key, client=yarn):
+            if log.container_id == stream.container and log.log_type == stream.name:
+                rest = log.text.encode()[stream.offset :]
+                stream.feed(rest, write, final=True)
