@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -191,8 +192,18 @@ def test_registry_calls_are_counted_by_method_and_code(
         next(
             iter(stub.WatchCluster(pb.WatchClusterRequest(task=pb.TaskKey(role="ps"))))
         )
-    found = samples(metrics.exposition())
     calls = "tfyarn_registry_calls_total"
+    # A refused stream's status can reach the client before the server's
+    # handler has unwound past the counter: wait for it, bounded.
+    refused_watch = (
+        calls,
+        frozenset({("method", "WatchCluster"), ("code", "NOT_FOUND")}),
+    )
+    deadline = time.monotonic() + 10
+    found = samples(metrics.exposition())
+    while refused_watch not in found and time.monotonic() < deadline:
+        time.sleep(0.02)
+        found = samples(metrics.exposition())
     assert value(found, calls, method="RegisterTask", code="OK") == 1
     assert value(found, calls, method="Heartbeat", code="OK") == 1
     assert value(found, calls, method="Heartbeat", code="NOT_FOUND") == 1
