@@ -18,6 +18,8 @@ class FakeNodeManager:
         self.apps: set[str] = set()
         self.address = ""
         self.requests: list[str] = []
+        # A secure NodeManager without libhadoop.so lists files, cannot open them.
+        self.cannot_open = False
 
     def write(self, container: str, name: str, data: bytes) -> None:
         self.apps.add("application_" + "_".join(container.split("_")[1:3]))
@@ -36,6 +38,8 @@ class FakeNodeManager:
             infos = [{"fileName": n, "fileSize": str(len(b))} for n, b in files.items()]
             doc = {"containerLogsInfo": {"containerLogInfo": infos}}
             return 200, json.dumps(doc).encode()
+        if parts[:4] == ["ws", "v1", "node", "containerlogs"] and self.cannot_open:
+            return 500, b"NoClassDefFoundError: org.apache.hadoop.io.SecureIOUtils"
         if parts[:4] == ["ws", "v1", "node", "containerlogs"]:
             data = self.files.get(parts[4], {}).get(parts[5])
             if data is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -199,3 +200,59 @@ def test_follow_prints_output_as_it_arrives_and_across_a_restart(
 def test_follow_wants_one_task(task: str | None) -> None:
     with pytest.raises(TfyarnError, match="ROLE:INDEX"):
         livelogs.parse_task(task)
+
+
+def _log_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nm: FakeNodeManager
+) -> None:
+    """The node's files also in a local log dir named by yarn-site.xml."""
+    conf, logs = tmp_path / "conf", tmp_path / "nm-logs"
+    conf.mkdir(exist_ok=True)
+    (conf / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.nodemanager.log-dirs</name>"
+        f"<value>{tmp_path / 'elsewhere'},{logs}</value></property></configuration>"
+    )
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf))
+    for cid, files in nm.files.items():
+        for name, data in files.items():
+            path = logs / APP / cid / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+
+
+def test_a_node_that_cannot_open_files_is_read_from_its_local_log_dir(
+    nm: FakeNodeManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _job_on(nm)
+    nm.cannot_open = True
+    with pytest.raises(nmweb.NodeLogsError, match="HTTP 500"):
+        nodelogs.yarn_logs_text(APP, _fake_yarn(nm.address))
+    _log_dirs(tmp_path, monkeypatch, nm)
+    entries = tasklogs.split(nodelogs.yarn_logs_text(APP, _fake_yarn(nm.address)))
+    assert [(e.task, e.text) for e in entries if e.task != "master"] == [
+        ("ps:0", "x ps:0 attempt 0 holds h:1\nps says hi"),
+        ("worker:1", "x worker:1 attempt 0 holds h:2\nworker says hi"),
+    ]
+
+
+def test_follow_reads_the_local_log_dir_when_the_node_cannot_open_files(
+    nm: FakeNodeManager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nm.write(C2, "worker.log", b"one\n")
+    nm.cannot_open = True
+    _log_dirs(tmp_path, monkeypatch, nm)
+
+    def grow(job: _Job) -> None:
+        nm.write(C2, "worker.log", b"two\n")
+        _log_dirs(tmp_path, monkeypatch, nm)
+        job.state = "FINISHED"
+
+    job = _Job(nm, [grow])
+    monkeypatch.setattr(
+        livelogs, "app_client", lambda yarn, app_id: SimpleNamespace(close=lambda: None)
+    )
+    monkeypatch.setattr(livelogs, "read_master_status", job.master)
+    monkeypatch.setattr(livelogs.time, "sleep", job.sleep)
+    out: list[str] = []
+    livelogs.follow_task(APP, "worker:0", write=out.append, client=job)
+    assert "".join(out).splitlines()[1:] == ["one", "two"]

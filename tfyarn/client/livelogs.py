@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tfyarn.client import nmweb, tasklogs
+from tfyarn.client import nmweb, nodelogs, tasklogs
 from tfyarn.client.connection import DONE, check_app_id, opened, yarn_errors
 from tfyarn.client.jobs import app_client, read_master_status
 from tfyarn.errors import TfyarnError
@@ -40,7 +40,8 @@ def parse_task(task: str | None) -> tuple[str, int]:
 class _Stream:
     """One container's ``<role>.log``: where reading stopped, and its decoder."""
 
-    def __init__(self, node: str, container: str, name: str) -> None:
+    def __init__(self, app_id: str, node: str, container: str, name: str) -> None:
+        self.app_id = app_id
         self.node, self.container, self.name = node, container, name
         self.offset = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -50,11 +51,31 @@ class _Stream:
         size = nmweb.log_files(self.node, self.container).get(self.name)
         if size is None or size <= self.offset:
             return
-        chunk = nmweb.read_from(self.node, self.container, self.name, self.offset, size)
+        try:
+            chunk = nmweb.read_from(
+                self.node, self.container, self.name, self.offset, size
+            )
+        except nmweb.NotOnNode:
+            raise
+        except nmweb.NodeLogsError:
+            # A node that lists but cannot open files (see nodelogs): its
+            # log dir, when it is on this machine.
+            local = self._local(size)
+            if local is None:
+                raise
+            chunk = local
         if chunk.skipped:
             write(f"\n[... {chunk.skipped} bytes not shown ...]\n")
         self.feed(chunk.data, write)
         self.offset = chunk.end
+
+    def _local(self, size: int) -> nmweb.Chunk | None:
+        path = nodelogs.local_path(self.app_id, self.container, self.name)
+        if path is None:
+            return None
+        with path.open("rb") as f:
+            f.seek(self.offset)
+            return nmweb.Chunk(f.read(max(size - self.offset, 0)), self.offset)
 
     def feed(
         self, data: bytes, write: Callable[[str], None], final: bool = False
@@ -107,7 +128,9 @@ def follow_task(
                         if stream is None or stream.container != t.yarn_container_id:
                             if stream is not None:  # the old attempt's last words
                                 _drain(stream, write)
-                            stream = _Stream(t.node, t.yarn_container_id, f"{role}.log")
+                            stream = _Stream(
+                                app_id, t.node, t.yarn_container_id, f"{role}.log"
+                            )
                             attempt = f" attempt {t.attempt}" if t.attempt else ""
                             write(
                                 f"==> {key}{attempt} [{t.yarn_container_id} on "

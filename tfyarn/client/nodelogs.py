@@ -9,16 +9,25 @@ each one it launches, and its own container is ``..._<attempt>_000001``, so:
 the nodes that hold the application, then each master attempt's log, then
 every container it names. The result has ``yarn logs``' layout, which
 :func:`tfyarn.client.tasklogs.split` already parses.
+
+A secure NodeManager without Hadoop's native library (``libhadoop.so``; the
+secure local cluster) lists a container's files but fails to open them
+(HTTP 500, ``NoClassDefFoundError: SecureIOUtils``, measured on 3.4.3): then,
+when the client runs on that node, the files are read from the NodeManager's
+log dirs (``yarn.nodemanager.log-dirs``) directly.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from tfyarn.client import nmweb
 from tfyarn.client.connection import yarn_errors
+from tfyarn.client.hadoop_conf import read_properties
 
 _STARTING = re.compile(r"\bStarting (container_\w+)")
 # skein's Java AM writes this; the master (`python -m am`) writes application.driver.log.
@@ -70,8 +79,8 @@ def containers(
         node, files = where
         if AM_LOG not in files:
             continue
-        _, text = nmweb.parse_tail(nmweb.raw_log(node, am, AM_LOG))
-        for cid in dict.fromkeys(_STARTING.findall(text.decode(errors="replace"))):
+        text = read_log(app_id, node, am, AM_LOG)
+        for cid in dict.fromkeys(_STARTING.findall(text)):
             if cid not in found:
                 hit = find_node(cid, nodes)
                 if hit is not None:
@@ -85,13 +94,68 @@ def yarn_logs_text(app_id: str, yarn: Any) -> str:
     Empty if no node holds the application (unknown, or its logs deleted).
     """
     nodes = [n for n in node_addresses(yarn) if nmweb.has_app(n, app_id)]
-    return "\n".join(_texts(containers(app_id, nodes)))
+    return "\n".join(_texts(app_id, containers(app_id, nodes)))
 
 
-def _texts(found: Iterable[tuple[str, str, dict[str, int]]]) -> Iterable[str]:
+def _texts(
+    app_id: str, found: Iterable[tuple[str, str, dict[str, int]]]
+) -> Iterable[str]:
     for cid, node, files in found:
         for name in files:
             try:
-                yield nmweb.raw_log(node, cid, name).decode(errors="replace")
+                yield read_log(app_id, node, cid, name, layout=True)
             except nmweb.NotOnNode:
                 continue  # deleted between the listing and now
+
+
+def read_log(
+    app_id: str, node: str, container: str, name: str, *, layout: bool = False
+) -> str:
+    """One file's text (in ``yarn logs``' layout with ``layout``), from the
+    node's web service or, if that cannot open it, the local log dirs."""
+    try:
+        raw = nmweb.raw_log(node, container, name)
+    except nmweb.NotOnNode:
+        raise
+    except nmweb.NodeLogsError:
+        data = local_copy(app_id, container, name)
+        if data is None:
+            raise
+        if not layout:
+            return data.decode(errors="replace")
+        return (
+            f"Container: {container} on {node}\nLogAggregationType: LOCAL\n"
+            f"LogType:{name}\nLogLength:{len(data)}\nLogContents:\n"
+            f"{data.decode(errors='replace')}End of LogType:{name}\n"
+        )
+    if layout:
+        return raw.decode(errors="replace")
+    return nmweb.parse_tail(raw)[1].decode(errors="replace")
+
+
+def log_dirs() -> list[Path]:
+    """The NodeManagers' ``yarn.nodemanager.log-dirs`` per the client's config."""
+    conf = os.environ.get("HADOOP_CONF_DIR")
+    if not conf:
+        return []
+    value = read_properties(Path(conf) / "yarn-site.xml").get(
+        "yarn.nodemanager.log-dirs", ""
+    )
+    return [Path(d.strip().removeprefix("file://")) for d in value.split(",") if d]
+
+
+def local_path(app_id: str, container: str, name: str) -> Path | None:
+    """Where the node keeps this file, if it is on this machine."""
+    for d in log_dirs():
+        path = d / app_id / container / name
+        if path.is_file():
+            return path
+    return None
+
+
+def local_copy(app_id: str, container: str, name: str) -> bytes | None:
+    path = local_path(app_id, container, name)
+    try:
+        return path.read_bytes() if path else None
+    except OSError:
+        return None
