@@ -12,7 +12,6 @@ import functools
 import json
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +28,7 @@ from tfyarn.client import (
     tasklogs,
 )
 from tfyarn.client.follow import follow, wait
+from tfyarn.client.progressview import LiveView
 from tfyarn.errors import ClusterError
 from tfyarn.spec import JobSpec
 
@@ -279,11 +279,18 @@ def _submit(ns: argparse.Namespace) -> int:
         submitted(app_id)
         if own.detach:
             return 0
+        view = LiveView(sys.stdout)
         try:
             follow(
-                yarn, app_id, on_event=_say, spec=spec, poll_interval=own.poll_interval
+                yarn,
+                app_id,
+                on_event=view.event,
+                on_progress=view.progress,
+                spec=spec,
+                poll_interval=own.poll_interval,
             )
         except KeyboardInterrupt:
+            view.close()
             print(
                 f"\nStopped following {app_id}; the job keeps running.\n"
                 f"  follow it again: tfyarn status --follow {app_id}\n"
@@ -291,6 +298,8 @@ def _submit(ns: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 130
+        finally:
+            view.close()
     return 0
 
 
@@ -311,20 +320,20 @@ def _dry_run(spec: JobSpec) -> int:
     return 0
 
 
-def _say(line: str) -> None:
-    print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
-
-
 def _status(ns: argparse.Namespace) -> int:
     if ns.follow:
+        view = LiveView(sys.stdout)
         try:
-            wait(ns.app_id, on_event=_say)
+            wait(ns.app_id, on_event=view.event, on_progress=view.progress)
         except KeyboardInterrupt:
+            view.close()
             print(
                 f"\nStopped following {ns.app_id}; the job keeps running.",
                 file=sys.stderr,
             )
             return 130
+        finally:
+            view.close()
         return 0
     st = jobs.status(ns.app_id)
     if ns.json:

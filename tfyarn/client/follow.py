@@ -12,14 +12,20 @@ from tfyarn.client.jobs import (
     JobStatus,
     app_client,
     read_master_status,
+    read_summary,
     status_from_report,
 )
 from tfyarn.client.narrator import Narrator
+from tfyarn.client.progressview import Progress, lead_progress
+from tfyarn.contract.status import JobSummary
 from tfyarn.errors import JobFailedError
 from tfyarn.spec import JobSpec
 
 # After this long in a state before RUNNING, say once what YARN says about it.
 PENDING_WARNING = 30.0
+# Jobs with more tasks read the master's summary at each poll, the snapshot
+# (~450 bytes a task) only when the summary says it changed.
+SUMMARY_ABOVE = 100
 
 
 def wait(
@@ -29,6 +35,7 @@ def wait(
     timeout: float | None = None,
     poll_interval: float | None = None,
     client: Any | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> JobStatus:
     """Follow a job until it ends.
 
@@ -47,6 +54,9 @@ def wait(
         (``conf/tfyarn.yaml``, then ``~/.config/tfyarn/config.yaml``).
     client
         An open :func:`connect` client to reuse.
+    on_progress
+        Called at each poll with the lead task's :class:`Progress` (step,
+        ``total_steps`` if the script reports it) once it reports steps.
 
     Returns
     -------
@@ -74,6 +84,7 @@ def wait(
             on_event=on_event,
             timeout=timeout,
             poll_interval=poll_interval,
+            on_progress=on_progress,
         )
 
 
@@ -85,9 +96,18 @@ def follow(
     poll_interval: float,
     timeout: float | None = None,
     spec: JobSpec | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> JobStatus:
-    """:func:`wait` on an open client; with ``spec``, bound the wait for YARN to start it."""
+    """:func:`wait` on an open client; with ``spec``, bound the wait for YARN to start it.
+
+    ``on_progress`` gets the lead task's progress at each poll once it reports
+    steps. A job above :data:`SUMMARY_ABOVE` tasks whose master publishes a
+    summary (``tfyarn.summary``) is read in full only when the summary says
+    something a narrator would tell changed.
+    """
     say = on_event or (lambda line: None)
+    seen = ""  # digest of the last snapshot narrated
+    big = False  # read the summary first (a job above SUMMARY_ABOVE tasks)
     narrator = Narrator()
     start = time.monotonic()
     # YARN may keep an app in ACCEPTED forever when no node can host its
@@ -117,10 +137,23 @@ def follow(
             if state == "RUNNING":
                 if app is None:
                     app = app_client(yarn, app_id)
-                master = read_master_status(app) if app else None
-                if master:
-                    for line in narrator.update(master):
-                        say(line)
+                # A small job's snapshot is small: one read per poll beats two.
+                summary = read_summary(app) if app and big else None
+                progress = None
+                if summary is not None and summary.digest == seen:
+                    progress = lead_progress(summary)
+                else:
+                    master = read_master_status(app) if app else None
+                    if master:
+                        for line in narrator.update(master):
+                            say(line)
+                        # Ours, not the summary's: the summary may be newer
+                        # than the snapshot read (two keys, two writes).
+                        seen = JobSummary.of(master.to_dict()).digest
+                        big = len(master.tasks) > SUMMARY_ABOVE
+                        progress = lead_progress(master)
+                if progress is not None and on_progress is not None:
+                    on_progress(progress)
             else:
                 pending = time.monotonic() - pending_since
                 if pending > PENDING_WARNING and not warned:

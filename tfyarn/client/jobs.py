@@ -24,7 +24,7 @@ from tfyarn.client.connection import (
     yarn_errors,
 )
 from tfyarn.contract.exit_codes import explain_diagnostics, explain_exit
-from tfyarn.contract.status import MASTER_KEY, STATUS_KEY
+from tfyarn.contract.status import MASTER_KEY, STATUS_KEY, SUMMARY_KEY, JobSummary
 from tfyarn.contract.status import JobStatus as MasterStatus
 
 # How long `kill` waits for YARN to report the application ended.
@@ -306,6 +306,23 @@ def read_master_status(app: Any) -> MasterStatus | None:
     try:
         return MasterStatus.from_json(raw)
     except ValueError:  # half-written or from an incompatible master
+        return None
+
+
+def read_summary(app: Any) -> JobSummary | None:
+    """The master's small summary (:data:`SUMMARY_KEY`), or ``None``: none
+    yet, or a master that publishes only the full status (read that)."""
+    import skein
+
+    try:
+        raw = app.kv.get(SUMMARY_KEY)
+    except (skein.exceptions.SkeinError, ConnectionError, OSError):
+        return None
+    if not raw:
+        return None
+    try:
+        return JobSummary.from_json(raw)
+    except ValueError:
         return None
 
 
