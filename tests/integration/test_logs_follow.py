@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import REPO, TFYARN, running_job
+from tests.integration.helpers import REPO, TFYARN, run_cli, running_job
 from tfyarn import client
 
 pytestmark = [pytest.mark.yarn]
@@ -48,6 +48,11 @@ def test_logs_follow_prints_a_running_tasks_line_and_ends_with_the_job(
             # The job waits for test.done, so the line came from the live task.
             assert not client.status(job.app_id, client=skein_client).done
             assert seen[0].startswith("==> worker:0 [container_"), seen[0]
+            # Without -f, a running job's logs show what is there now.
+            now = run_cli("logs", job.app_id, "--task", "worker:0", timeout=120)
+            assert now.returncode == 0, now.stderr
+            assert marker in now.stdout.splitlines(), now.stdout
+            assert f"{marker} bye" not in now.stdout
             skein_client.connect(job.app_id).kv["test.done"] = b"1"
             rest, err = follower.communicate(timeout=300)
         finally:
