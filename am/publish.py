@@ -14,7 +14,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from am.model import BIG_JOB_TASKS, HISTORY_LIMIT
-from tfyarn.contract.status import STATUS_KEY, JobStatus, Phase, TaskStatus
+from tfyarn.contract.status import (
+    STATUS_KEY,
+    SUMMARY_KEY,
+    JobStatus,
+    JobSummary,
+    Phase,
+    TaskStatus,
+)
 
 if TYPE_CHECKING:
     from am.state import JobState
@@ -126,14 +133,19 @@ class Publisher:
         ):
             self.dirty = False
             started = time.perf_counter()
-            status = json.dumps(snapshot(state))
+            doc = snapshot(state)
+            status = json.dumps(doc)
             if len(status) > MAX_STATUS_BYTES:
-                status = json.dumps(snapshot(state, keep=0))
+                doc = snapshot(state, keep=0)
+                status = json.dumps(doc)
             self.last_status = status
             self._snapshot_cost = time.perf_counter() - started
             self._published_at = now
             try:
                 await state.launcher.publish(STATUS_KEY, status)
+                # After the status: a client that sees a new digest finds the
+                # status it stands for (big jobs poll only this small key).
+                await state.launcher.publish(SUMMARY_KEY, JobSummary.of(doc).to_json())
             except Exception as exc:  # noqa: BLE001 -- the job goes on without it
                 if str(exc) != self._error:
                     log.warning("could not publish the status: %s", exc)

@@ -13,7 +13,13 @@ from am.launcher import FakeLauncher
 from am.model import TaskRejected
 from am.state import JobState
 from tfyarn._proto import master_pb2 as pb
-from tfyarn.contract.status import STATUS_KEY, Phase, TaskState
+from tfyarn.contract.status import (
+    STATUS_KEY,
+    SUMMARY_KEY,
+    JobSummary,
+    Phase,
+    TaskState,
+)
 from tfyarn.spec import JobSpec, Role
 
 
@@ -320,6 +326,26 @@ def test_big_jobs_scan_every_task_less_often() -> None:
     small = JobState(job(tasks={"worker": 2}), FakeLauncher(), tick=0.5)
     big = JobState(job(tasks={"ps": 10, "worker": 4990}), FakeLauncher(), tick=0.5)
     assert (small.tick, big.tick) == (0.5, 2.5)
+
+
+def test_the_summary_stands_for_the_status_published_with_it() -> None:
+    digests = []
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        register_all(state, launcher)
+        for step in (7, 8):
+            state.progress("worker", 0, 0, step, {"total_steps": 10})
+            clock.now += 1  # status publication is throttled
+            await state.reconcile_once()
+            status = json.loads(launcher.kv[STATUS_KEY])
+            summary = JobSummary.from_json(launcher.kv[SUMMARY_KEY])
+            assert summary == JobSummary.of(status)
+            assert (summary.lead_step, summary.total_steps) == (step, 10)
+            digests.append(summary.digest)
+        state.request_kill("done")
+
+    run(job(), scenario)
+    assert digests[0] == digests[1]  # a step alone is not a change to re-read
 
 
 def test_status_too_big_for_the_kv_store_drops_history_and_failures_are_survived(
