@@ -27,6 +27,7 @@ from am.launcher import Launcher
 from am.metrics import JobMetrics, PublishedSnapshot
 from am.servicer import create_server, mark_serving
 from am.state import JobState
+from am.tensorboard import TensorBoard
 from tfyarn.contract import env as _env
 from tfyarn.contract.channel import find_credentials
 from tfyarn.contract.status import MASTER_KEY
@@ -85,7 +86,15 @@ async def serve(
     await mark_serving(health_servicer)
     log.info("tfyarn master serving on %s", state.master_address)
     await launcher.publish(MASTER_KEY, state.master_address)
-    await _add_status_page(published, job_metrics, launcher)
+    tensorboard = _start_tensorboard(spec)
+    await _add_status_page(
+        published, job_metrics, launcher, tensorboard.state if tensorboard else None
+    )
+    if tensorboard is not None:
+        # In the background: the tasks need not wait for TensorBoard.
+        tensorboard_page = asyncio.create_task(
+            _add_tensorboard_page(tensorboard, launcher)
+        )
 
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(
@@ -95,6 +104,9 @@ async def serve(
     try:
         phase, _ = await state.run()
     finally:
+        if tensorboard is not None:
+            tensorboard_page.cancel()
+            tensorboard.stop()
         await server.stop(grace=1.0)
     return 0 if phase.value == "SUCCEEDED" else 1
 
@@ -116,8 +128,39 @@ def am_attempt(container_id: str) -> int:
         return 1
 
 
+def _start_tensorboard(spec: JobSpec) -> TensorBoard | None:
+    """The job's TensorBoard (--tensorboard), started from the main thread, or None."""
+    if not spec.tensorboard:
+        return None
+    tensorboard = TensorBoard(spec.tensorboard, workdir=os.getcwd())
+    try:
+        tensorboard.start()
+    except Exception as exc:  # the job goes on without it; the page says why
+        log.exception("could not start TensorBoard")
+        tensorboard.problem = f"TensorBoard could not start: {exc}"
+    return tensorboard
+
+
+async def _add_tensorboard_page(tensorboard: TensorBoard, launcher: Launcher) -> None:
+    port = await asyncio.to_thread(tensorboard.wait_ready)
+    if port is None:
+        log.warning("no TensorBoard for this job: %s", tensorboard.problem)
+        return
+    log.info("TensorBoard serving %s on port %d", tensorboard.logdir, port)
+    try:
+        await launcher.add_page(
+            "tensorboard", f"http://127.0.0.1:{port}", "TensorBoard"
+        )
+    except Exception:  # the job goes on without it
+        log.exception("could not add TensorBoard to the YARN web UI")
+        tensorboard.problem = "TensorBoard runs but the web UI refused its page"
+
+
 async def _add_status_page(
-    published: PublishedSnapshot, job_metrics: JobMetrics, launcher: Launcher
+    published: PublishedSnapshot,
+    job_metrics: JobMetrics,
+    launcher: Launcher,
+    tensorboard: Callable[[], tuple[bool, str]] | None = None,
 ) -> None:
     from am import status_page
 
@@ -131,6 +174,7 @@ async def _add_status_page(
             user=os.environ.get("USER") or getpass.getuser(),
             metrics=lambda: (job_metrics.exposition(), CONTENT_TYPE_LATEST),
             rates=job_metrics.rates.observe,
+            tensorboard=tensorboard,
         )
         target = f"http://127.0.0.1:{page.server_address[1]}"
         await launcher.add_page("tfyarn", target, "tfyarn status")

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 5
 Rates = Callable[[dict[str, Any]], dict[str, float]]
+# (serving, a few words): the job's TensorBoard, when it asked for one.
+TensorBoardState = Callable[[], tuple[bool, str]]
 
 # A NodeManager web address as skein reports it (host:port); anything else
 # gets no link rather than a crafted one.
@@ -65,11 +67,13 @@ def render(
     user: str = "",
     rates: dict[str, float] | None = None,
     now: float | None = None,
+    tensorboard: tuple[bool, str] | None = None,
 ) -> str:
     """The snapshot as one HTML page.
 
     ``user``: the application's user (the NodeManager's log pages need it);
-    ``rates``: steps/s by task; ``now``: wall-clock seconds (tests pin it).
+    ``rates``: steps/s by task; ``now``: wall-clock seconds (tests pin it);
+    ``tensorboard``: (serving, words) when the job has a TensorBoard.
     """
     now = time.time() if now is None else now
     rates = rates or {}
@@ -90,6 +94,7 @@ def render(
             f"{esc(phase)}</span></h1>"
         ),
         _summary(snapshot, now),
+        _tensorboard(tensorboard),
         _progress(snapshot, rates),
         _restarts(snapshot),
         _diagnostics(snapshot),
@@ -125,6 +130,19 @@ def _summary(snap: dict[str, Any], now: float) -> str:
     if snap.get("master_address"):
         items.append(f"master {esc(snap['master_address'])}")
     return "<p id='summary'>" + " · ".join(items) + "</p>"
+
+
+def _tensorboard(state: tuple[bool, str] | None) -> str:
+    if state is None:
+        return ""
+    serving, words = state
+    if not serving:
+        return f"<p id='tensorboard' class='muted'>{esc(words)}</p>"
+    # Relative: skein serves it at /pages/tensorboard/, this page at /pages/tfyarn/.
+    return (
+        "<p id='tensorboard'><a href='../tensorboard/'>TensorBoard</a> "
+        f"<span class='muted'>{esc(words)}</span></p>"
+    )
 
 
 def _progress(snap: dict[str, Any], rates: dict[str, float]) -> str:
@@ -249,6 +267,7 @@ def serve(
     user: str = "",
     metrics: Callable[[], tuple[bytes, str]] | None = None,
     rates: Rates | None = None,
+    tensorboard: TensorBoardState | None = None,
 ) -> ThreadingHTTPServer:
     """Start the page on an ephemeral port in a daemon thread; return the server.
 
@@ -268,7 +287,8 @@ def serve(
                         body, kind = json.dumps(snap).encode(), "application/json"
                     else:
                         seen = rates(snap) if rates and snap else {}
-                        page = render(snap, user=user, rates=seen)
+                        board = tensorboard() if tensorboard else None
+                        page = render(snap, user=user, rates=seen, tensorboard=board)
                         body, kind = page.encode(), "text/html; charset=utf-8"
                 status = 200
             except Exception as exc:  # a page error must not cost the job

@@ -187,6 +187,8 @@ class JobSpec:
     # Modules the script's interpreter imports while the cluster forms (see
     # tfyarn/runtime/_bootstrap/preload.py); empty: it starts after formation.
     preimport: tuple[str, ...] = field(default_factory=_default("preimport"))
+    # A log dir the master runs TensorBoard on (am/tensorboard.py); empty: none.
+    tensorboard: str = field(default_factory=_default("tensorboard"))
     am_memory_mib: int = field(default_factory=_default("am_memory"))
     am_vcores: int = field(default_factory=_default("am_vcores"))
     max_am_attempts: int = field(default_factory=_default("max_am_attempts"))
@@ -223,6 +225,7 @@ class JobSpec:
         object.__setattr__(self, "args", script_args(self.args))
         object.__setattr__(self, "files", tuple(self.files))
         object.__setattr__(self, "preimport", tuple(self.preimport))
+        object.__setattr__(self, "tensorboard", _logdir(self.tensorboard))
         object.__setattr__(self, "python", self.python or sys.executable)
         for module in self.preimport:
             if not is_module_name(module):
@@ -483,6 +486,15 @@ def is_module_name(name: object) -> bool:
     return isinstance(name, str) and all(
         p.isidentifier() and not keyword.iskeyword(p) for p in name.split(".")
     )
+
+
+def _logdir(value: object) -> str:
+    """A TensorBoard log dir: a remote URL as given, a local one absolute."""
+    url = str(value or "").strip()
+    if not url or ("://" in url and not url.startswith("file://")):
+        return url
+    # The master reads it on its own node: relative to here means nothing there.
+    return os.path.abspath(url.removeprefix("file://"))
 
 
 def _check_bounds(key: str, value: float) -> None:

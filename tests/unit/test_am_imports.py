@@ -17,7 +17,8 @@ ALLOWED = ("tfyarn.contract", "tfyarn.spec", "tfyarn.errors", "tfyarn._proto")
 # The one exception, and why: the marker files a later master attempt reads
 # (launcher.marker_url) live on HDFS, written through tfyarn's public HDFS
 # helpers with their deadlines and error mapping, imported only when used.
-EXCEPTIONS = {("launcher.py", "tfyarn.data.fs")}
+# Likewise the TensorBoard mirror (tensorboard.py) reads the job's log dir on HDFS.
+EXCEPTIONS = {("launcher.py", "tfyarn.data.fs"), ("tensorboard.py", "tfyarn.data.fs")}
 
 
 def tfyarn_imports(path: Path) -> list[tuple[int, str]]:

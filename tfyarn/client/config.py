@@ -173,6 +173,7 @@ def to_spec(
             for m in item.split(",")
             if m.strip()
         ),
+        tensorboard=config["tensorboard"],
         am_memory_mib=config["am_memory"],
         am_vcores=config["am_vcores"],
         max_am_attempts=config["max_am_attempts"],
