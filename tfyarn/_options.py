@@ -7,8 +7,9 @@ its fields against the same bounds (:func:`out_of_bounds`), and the client's
 config layers a user file and the command line on top of the same values, so a
 job made either way is the same job.
 
-Keys marked ``client: true`` in the schema (``detach``, ``poll_interval``)
-say what the client does with a job; they are never part of the job.
+Keys marked ``client: true`` in the schema (``detach``, ``poll_interval``,
+the Kerberos ``principal`` and ``keytab``) say what the client does with a
+job; they are never part of the job.
 """
 
 from __future__ import annotations

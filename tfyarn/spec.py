@@ -180,6 +180,9 @@ class JobSpec:
     env: Mapping[str, str] = field(default_factory=_default("env"))
     # Extra files for every task: local paths or hdfs:// URLs.
     files: tuple[str, ...] = field(default_factory=_default("files"))
+    # HDFS name services besides fs.defaultFS: skein's file_systems, so a
+    # secure cluster's delegation tokens for them are obtained at submission.
+    hdfs_namenodes: tuple[str, ...] = field(default_factory=_default("hdfs_namenodes"))
     # The interpreter tasks and the master run with; empty: this interpreter.
     python: str = field(default_factory=_default("python"))
     # Append --ps_hosts/--worker_hosts/--job_name/--task_index to the script's args.
@@ -224,6 +227,9 @@ class JobSpec:
         object.__setattr__(self, "tasks", tasks)
         object.__setattr__(self, "args", script_args(self.args))
         object.__setattr__(self, "files", tuple(self.files))
+        object.__setattr__(
+            self, "hdfs_namenodes", tuple(_namenode(u) for u in self.hdfs_namenodes)
+        )
         object.__setattr__(self, "preimport", tuple(self.preimport))
         object.__setattr__(self, "tensorboard", _logdir(self.tensorboard))
         object.__setattr__(self, "python", self.python or sys.executable)
@@ -370,6 +376,7 @@ class JobSpec:
         out["tasks"] = {r.value: dataclasses.asdict(g) for r, g in self.tasks.items()}
         out["args"] = list(self.args)
         out["files"] = list(self.files)
+        out["hdfs_namenodes"] = list(self.hdfs_namenodes)
         out["preimport"] = list(self.preimport)
         out["env"] = dict(self.env)
         out["restart_policy"] = self.restart_policy.value
@@ -452,6 +459,7 @@ class JobSpec:
             services=services,
             max_attempts=self.max_am_attempts,
             tags={"tfyarn"},
+            file_systems=list(self.hdfs_namenodes),
         )
 
 
@@ -486,6 +494,18 @@ def is_module_name(name: object) -> bool:
     return isinstance(name, str) and all(
         p.isidentifier() and not keyword.iskeyword(p) for p in name.split(".")
     )
+
+
+def _namenode(value: object) -> str:
+    """An extra name service: ``hdfs://host:port`` or ``viewfs://name``, no path."""
+    url = str(value).strip().rstrip("/")
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in ("hdfs", "viewfs") or not rest or "/" in rest:
+        raise SpecError(
+            f"hdfs_namenodes: {value!r} is not a name service; give its URL "
+            "without a path, such as hdfs://nn2:8020 or viewfs://cluster"
+        )
+    return url
 
 
 def _logdir(value: object) -> str:

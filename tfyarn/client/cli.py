@@ -166,9 +166,11 @@ def _add_submit(subparsers: Any) -> None:
                 group,
                 flag,
                 action="append",
-                metavar={"preimport": "MODULE", "retry_exit_codes": "CODE"}.get(
-                    key, "PATH"
-                ),
+                metavar={
+                    "preimport": "MODULE",
+                    "retry_exit_codes": "CODE",
+                    "hdfs_namenodes": "URL",
+                }.get(key, "PATH"),
                 default=None,
                 help=helptext + " Repeatable or comma-separated.",
             )
@@ -260,7 +262,7 @@ def _submit(ns: argparse.Namespace) -> int:
     # Refuse bad input before paying for a YARN connection.
     spec, own = _checked(ns)
     if ns.dry_run:
-        return _dry_run(spec)
+        return _dry_run(spec, own)
 
     def submitted(app_id: str) -> None:
         print(f"Submitted {app_id}", flush=True)
@@ -273,7 +275,7 @@ def _submit(ns: argparse.Namespace) -> int:
             flush=True,
         )
 
-    with connection.connect() as yarn:
+    with connection.login_as(own.login), connection.connect() as yarn:
         submission.check_cluster(yarn, spec)
         app_id = submission.submit_spec(yarn, spec)
         submitted(app_id)
@@ -308,9 +310,9 @@ def _nodes(yarn: Any) -> dict[str, tuple[int, int, int]]:
         return submission.node_resources(yarn)
 
 
-def _dry_run(spec: JobSpec) -> int:
+def _dry_run(spec: JobSpec, own: config.ClientOptions) -> int:
     try:
-        with connection.connect() as yarn:
+        with connection.login_as(own.login), connection.connect() as yarn:
             submission.check_cluster(yarn, spec)
         fits = "every task fits on the cluster's largest node"
     except ClusterError as exc:
@@ -411,6 +413,12 @@ def _logs_cmd(ns: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             return 130
         return 0
+    # Before `yarn logs`, which takes ~20 s to fail without a Kerberos ticket;
+    # no cluster at all is left for tasklogs to say in its own words.
+    try:
+        connection.check_login()
+    except ClusterError:
+        pass
     entries = tasklogs.logs(ns.app_id, task=ns.task, yarn_files=ns.yarn_files)
     print(tasklogs.render(entries), end="")
     return 0

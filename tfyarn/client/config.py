@@ -37,6 +37,7 @@ from tfyarn._options import (
     parse_memory,
     schema,
 )
+from tfyarn.client.kerberos import Login
 from tfyarn.errors import SpecError
 from tfyarn.spec import ROLES, JobSpec, Role, TaskGroup, script_args
 
@@ -164,6 +165,7 @@ def to_spec(
         queue=config["queue"],
         env=config["env"],
         files=tuple(config["files"]),
+        hdfs_namenodes=tuple(config["hdfs_namenodes"]),
         python=config["python"],
         legacy_flags=config["legacy_flags"],
         # "tensorflow,numpy" from the command line is two modules.
@@ -195,12 +197,24 @@ class ClientOptions:
 
     detach: bool  # return after submission instead of following the job
     poll_interval: float  # seconds between polls while following
+    # Kerberos credentials: the client's alone, never in the job's TFYARN_JOB.
+    principal: str = ""
+    keytab: str = ""
+
+    @property
+    def login(self) -> Login:
+        """The Kerberos login: from the keytab, or (neither set) the ticket cache."""
+        return Login(principal=self.principal or None, keytab=self.keytab or None)
 
 
 def client_options(config: Mapping[str, Any]) -> ClientOptions:
     """The client's own options from a loaded config (see :func:`load`)."""
+    keytab = config["keytab"]
     return ClientOptions(
-        detach=bool(config["detach"]), poll_interval=float(config["poll_interval"])
+        detach=bool(config["detach"]),
+        poll_interval=float(config["poll_interval"]),
+        principal=config["principal"],
+        keytab=str(Path(keytab).expanduser().absolute()) if keytab else "",
     )
 
 

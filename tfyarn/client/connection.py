@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tfyarn.client import hadoop_conf
+from tfyarn.client import hadoop_conf, kerberos
+from tfyarn.client.kerberos import Login
 from tfyarn.errors import ClusterError, SpecError, TfyarnError
 
 TAG = "tfyarn"  # every tfyarn application carries this YARN tag
@@ -50,6 +51,10 @@ _JAVA_PREFIX = re.compile(r"^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error):
 _CALLED = re.compile(r"\bto ([\w.\-]+):(\d+) failed on\b")
 # Hadoop's pointer to its wiki after a connection error: noise in a message.
 _WIKI = re.compile(r";?\s*For more details see:\s+\S+")
+# The login of the last driver started, so yarn_errors can name it.
+_login = Login()
+# The login asked for by the command running (see login_as).
+_requested: Login | None = None
 
 
 class YarnUnreachableError(TfyarnError, ConnectionError):
@@ -114,8 +119,14 @@ def java_environ() -> dict[str, str]:
     return {**os.environ, "HADOOP_CONF_DIR": str(bounded)}
 
 
-def connect() -> Any:
+def connect(login: Login | None = None) -> Any:
     """Open a skein client (and its Java driver) to the cluster.
+
+    On a secure cluster the driver logs in as ``login`` (a principal and
+    keytab), by default the one of the enclosing :func:`login_as`, else the
+    ``principal``/``keytab`` of the user's config, and with neither from the
+    ticket cache; a login that cannot work is refused
+    before the driver starts (:func:`tfyarn.client.kerberos.check`).
 
     Returns
     -------
@@ -126,6 +137,8 @@ def connect() -> Any:
     ------
     TfyarnError
         No cluster can be found, or the driver could not start.
+    KerberosError
+        A secure cluster, and no valid ticket, a wrong keytab or no KDC.
 
     Examples
     --------
@@ -135,10 +148,11 @@ def connect() -> Any:
     """
     import skein
 
-    use_cluster()
-    log_dir = Path(tempfile.gettempdir()) / f"tfyarn-{os.getuid()}"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log = log_dir / "skein-driver.log"
+    login = check_login(login if login is not None else _requested)
+    conf_dir = os.environ["HADOOP_CONF_DIR"]
+    log = _driver_log()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    _forget_old_logs(log.parent)
     # skein's Client.__del__ calls close(), which fails on an instance whose
     # __init__ raised (no _proc yet) and prints "Exception ignored in ...":
     # build it in two steps so a failed one can be disarmed.
@@ -146,7 +160,12 @@ def connect() -> Any:
     try:
         try:
             with _environ(java_environ()):
-                client.__init__(log=str(log), log_level="warn")
+                client.__init__(
+                    log=str(log),
+                    log_level="warn",
+                    principal=login.principal,
+                    keytab=login.keytab,
+                )
         except BaseException:
             client._proc = None  # skein already stopped its driver if it had one
             raise
@@ -158,10 +177,73 @@ def connect() -> Any:
             "check the Hadoop installation behind the `yarn` command"
         ) from None
     except skein.exceptions.SkeinError as exc:
+        # A failed keytab login ends the driver; only its log says why.
+        said = f"{exc}\n{_tail(log)}"
+        realm = kerberos.cluster_realm(conf_dir)
+        found = kerberos.explain(said, login, realm)
+        if found is not None:
+            raise found from None
         raise TfyarnError(
             f"could not start skein's YARN driver: {exc}; its log is {log}"
         ) from None
     return client
+
+
+def check_login(login: Login | None = None) -> Login:
+    """Find the cluster and refuse a Kerberos login that cannot work; the login.
+
+    :func:`connect` calls it; so do commands that start another Java client
+    first (``yarn logs``), which would take ~20 s to fail without a ticket.
+    ``login`` defaults to the ``principal``/``keytab`` of the user's config.
+
+    Raises
+    ------
+    ClusterError
+        No cluster (see :func:`use_cluster`).
+    KerberosError
+        A secure cluster and no valid ticket, or a keytab that is missing,
+        unreadable or without the principal.
+    """
+    global _login
+    use_cluster()
+    login = login if login is not None else _configured_login()
+    kerberos.check(login, os.environ["HADOOP_CONF_DIR"])
+    _login = login
+    return login
+
+
+def _configured_login() -> Login:
+    """The principal/keytab of the user's config file, if any (client-only keys)."""
+    from tfyarn.client import config
+
+    return config.client_options(config.load()).login
+
+
+def _driver_log() -> Path:
+    """This process's skein driver log (skein truncates it at each start).
+
+    One per process: the Kerberos mapping reads it, and a shared file is
+    overwritten by any other tfyarn command starting meanwhile.
+    """
+    directory = Path(tempfile.gettempdir()) / f"tfyarn-{os.getuid()}"
+    return directory / f"skein-driver-{os.getpid()}.log"
+
+
+def _forget_old_logs(directory: Path) -> None:
+    """Delete the driver logs of processes that ended (kept while they run)."""
+    for log in directory.glob("skein-driver-*.log"):
+        pid = log.stem.rpartition("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            log.unlink(missing_ok=True)
+
+
+def _tail(path: Path, size: int = 8000) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - size))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 @contextlib.contextmanager
@@ -175,6 +257,21 @@ def _environ(env: dict[str, str]) -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def login_as(login: Login) -> Iterator[None]:
+    """Every :func:`connect` inside the block logs in as ``login``.
+
+    How ``submit``'s ``--principal``/``--keytab`` reach the driver without
+    every caller on the way passing them.
+    """
+    global _requested
+    saved, _requested = _requested, login
+    try:
+        yield
+    finally:
+        _requested = saved
 
 
 @contextlib.contextmanager
@@ -210,6 +307,11 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
     except TfyarnError:
         raise  # already says what to do (SpecError is also a ValueError)
     except (ValueError, KeyError) as exc:
+        # skein's driver answers "Unknown ApplicationId" also when the
+        # ResourceManager refused its Kerberos login; only its log tells.
+        found = _kerberos_failure(_tail(_driver_log()))
+        if found is not None:
+            raise found from None
         if app_id:
             raise no_application(app_id, cause(exc)) from None
         raise TfyarnError(f"YARN refused the request: {cause(exc)}") from None
@@ -218,9 +320,21 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
             f"lost skein's YARN driver ({cause(exc)}); try again"
         ) from None
     except skein.exceptions.SkeinError as exc:
+        # Before the connection words: a KDC that refuses reads "Connection refused".
+        found = _kerberos_failure(str(exc))
+        if found is not None:
+            raise found from None
         if any(mark in str(exc) for mark in _UNREACHABLE):
             raise unreachable(cause(exc)) from None
         raise TfyarnError(f"YARN refused the request: {cause(exc)}") from None
+
+
+def _kerberos_failure(said: str) -> kerberos.KerberosError | None:
+    """The Kerberos error in what the driver said, for the last login, or None."""
+    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    if not conf_dir or not kerberos.is_secure(conf_dir):
+        return None
+    return kerberos.explain(said, _login, kerberos.cluster_realm(conf_dir))
 
 
 def unreachable(detail: str) -> TfyarnError:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tfyarn.client import config, preflight
-from tfyarn.client.connection import opened, yarn_errors
+from tfyarn.client.connection import login_as, opened, yarn_errors
 from tfyarn.client.follow import follow
 from tfyarn.spec import JobSpec
 
@@ -65,7 +65,8 @@ def check(
     cfg = config.load(config_file, options)
     spec = config.to_spec(script, tuple(args), cfg).validate()
     if cluster:
-        with opened(client) as yarn:
+        login = config.client_options(cfg).login
+        with login_as(login), opened(client) as yarn:
             check_cluster(yarn, spec)
     return spec
 
@@ -166,8 +167,9 @@ def submit(
     'SUCCEEDED'
     """
     cfg = config.load(config_file, options)
-    poll_interval = config.client_options(cfg).poll_interval
-    with opened(client) as yarn:
+    own = config.client_options(cfg)
+    poll_interval = own.poll_interval
+    with login_as(own.login), opened(client) as yarn:
         spec = check(script, args=args, config_file=config_file, client=yarn, **options)
         app_id = submit_spec(yarn, spec)
         if wait:

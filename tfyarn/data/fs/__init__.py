@@ -25,6 +25,7 @@ bounded runner behind every metadata call's deadline) and :mod:`.locate`
 
 from tfyarn.data.fs.base import READ_CHUNK, FileInfo, FileSystem
 from tfyarn.data.fs.errors import (
+    HdfsAuthError,
     HdfsPermissionError,
     NameNodeUnreachableError,
     PathExistsError,
@@ -52,6 +53,7 @@ __all__ = [
     "READ_CHUNK",
     "FileInfo",
     "FileSystem",
+    "HdfsAuthError",
     "HdfsError",
     "HdfsFileSystem",
     "HdfsPermissionError",

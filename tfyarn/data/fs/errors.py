@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from tfyarn.errors import HdfsError
 
@@ -26,6 +27,21 @@ class PathExistsError(HdfsError, FileExistsError):
 
 class QuotaExceededError(HdfsError):
     """A directory's HDFS space or name quota is used up."""
+
+
+class HdfsAuthError(HdfsError, PermissionError):
+    """A secure HDFS could not authenticate us: no ticket, no token, no KDC."""
+
+
+# How hdfs-native (libgssapi_krb5) says it has no credentials, or no KDC.
+_NO_CREDENTIALS = (
+    "gss_s_no_cred",
+    "no kerberos credentials",
+    "no credentials were supplied",
+    "client cannot authenticate via",
+    "ticket expired",
+)
+_NO_KDC = ("cannot contact any kdc", "cannot find kdc")
 
 
 _CONNECT_WORDS = (
@@ -51,6 +67,9 @@ def mapped_error(
     text = _first_line(exc)
     low = text.lower()
     cls: type[HdfsError] = HdfsError
+    auth = kerberos_message(op, url, low, namenode)
+    if auth is not None:
+        return HdfsAuthError(auth)
     if (
         isinstance(exc, FileNotFoundError)
         or "filenotfound" in low
@@ -96,6 +115,52 @@ def mapped_error(
     else:
         msg = f"HDFS {op} of {url} failed: {type(exc).__name__}: {text}"
     return cls(msg)
+
+
+def kerberos_message(
+    op: str, url: str, low: str, namenode: str | None = None
+) -> str | None:
+    """One line for a GSSAPI failure in ``low`` (a lowercased message), or None.
+
+    In a YARN container (``HADOOP_TOKEN_FILE_LOCATION`` set) there is no
+    ticket by design: only the delegation tokens obtained at submission, for
+    fs.defaultFS and ``hdfs_namenodes``, matched by the exact ``ip:port``.
+    """
+    where = namenode or "HDFS"
+    if any(mark in low for mark in _NO_KDC):
+        return (
+            f"HDFS {op} of {url}: the Kerberos KDC did not answer, so no ticket "
+            f"for {where} could be had. Check that the KDC in your krb5.conf "
+            "(KRB5_CONFIG) runs and is reachable (`kinit` fails the same way)."
+        )
+    if not any(mark in low for mark in _NO_CREDENTIALS):
+        return None
+    if os.environ.get("HADOOP_TOKEN_FILE_LOCATION"):
+        return (
+            f"HDFS {op} of {url}: no delegation token for {where} in this "
+            "container, and containers have no Kerberos ticket: name that "
+            "NameNode at submission (--hdfs_namenodes hdfs://HOST:PORT) so "
+            "its token is obtained with the job's."
+        )
+    return (
+        f"HDFS {op} of {url}: no valid Kerberos ticket for {where}: run "
+        f"`kinit{_principal_hint()}`, then retry."
+    )
+
+
+def _principal_hint() -> str:
+    """`` user@REALM`` for the kinit hint, the realm from the NameNode's principal."""
+    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    if not conf_dir:
+        return ""
+    try:
+        text = Path(conf_dir, "hdfs-site.xml").read_text()
+    except OSError:
+        return ""
+    m = re.search(
+        r"dfs\.namenode\.kerberos\.principal</name>\s*<value>[^<@]*@([^<\s]+)<", text
+    )
+    return f" {_local_user()}@{m.group(1)}" if m else ""
 
 
 _RPC_ERROR = re.compile(r'^RPCError\("([\w.$]+)", "(.*)', re.DOTALL)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import IO, Any, TypeVar
@@ -78,6 +79,7 @@ class HdfsFileSystem(FileSystem):
                 import hdfs_native
 
                 url = self.prefix if (self.netloc or self.scheme != "hdfs") else None
+                url = token_url(url)
                 try:
                     self._client = hdfs_native.Client(
                         url, dict(self._options), _config_dir()
@@ -297,6 +299,35 @@ def _config_dir() -> str | None:
         return str(cluster.conf_dir) if cluster.is_running() else None
     except Exception:  # noqa: BLE001 (no local cluster is the common case)
         return None
+
+
+def token_url(url: str | None) -> str | None:
+    """In a YARN container, the NameNode named the way its delegation token is.
+
+    hdfs-native finds a token only by the exact service ``ip:port`` Hadoop
+    gave it (FIELD_NOTES, Kerberos), so ``hdfs://nn.example.com:8020`` (or a
+    fs.defaultFS spelled so) found none. A name service without a port (HA,
+    ``ha-hdfs:<name>`` tokens) is left to hdfs-native. Outside a container
+    (``HADOOP_TOKEN_FILE_LOCATION`` unset) Kerberos needs the host name: kept.
+    """
+    if not os.environ.get("HADOOP_TOKEN_FILE_LOCATION"):
+        return url
+    if url is None:
+        from tfyarn.data.fs.locate import default_fs
+
+        default = default_fs()
+        if default is None or urlparse(default).scheme != "hdfs":
+            return None
+        named = token_url(default)
+        return named if named != default else None
+    parsed = urlparse(url)
+    if parsed.scheme != "hdfs" or not parsed.hostname or not parsed.port:
+        return url
+    try:
+        address = socket.gethostbyname(parsed.hostname)
+    except OSError:
+        return url  # hdfs-native will say it cannot resolve the name
+    return f"hdfs://{address}:{parsed.port}"
 
 
 def _env_timeout() -> float:
