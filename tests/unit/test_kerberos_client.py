@@ -250,3 +250,17 @@ def test_hdfs_namenodes_become_skein_file_systems(tmp_path: Path) -> None:
         ):
             JobSpec(script=str(script), hdfs_namenodes=(bad,))
     assert issubclass(KerberosError, TfyarnError)
+
+
+def test_a_keytab_login_reaches_this_process_hdfs_client(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KRB5CCNAME", "FILE:/home/alice/cache")
+    monkeypatch.delenv("KRB5_CLIENT_KTNAME", raising=False)
+    kerberos.use_keytab_for_hdfs(Login())  # the ticket cache: nothing changes
+    assert os.environ["KRB5CCNAME"] == "FILE:/home/alice/cache"
+    assert "KRB5_CLIENT_KTNAME" not in os.environ
+    kerberos.use_keytab_for_hdfs(Login(principal=ME, keytab="/k/alice.keytab"))
+    assert os.environ["KRB5_CLIENT_KTNAME"] == "/k/alice.keytab"
+    # A private cache: the user's own is never written.
+    assert os.environ["KRB5CCNAME"].startswith("MEMORY:")

@@ -22,6 +22,7 @@ from tfyarn.client import (
     config,
     connection,
     jobs,
+    kerberos,
     livelogs,
     narrator,
     submission,
@@ -261,6 +262,8 @@ def _checked(ns: argparse.Namespace) -> tuple[JobSpec, config.ClientOptions]:
 def _submit(ns: argparse.Namespace) -> int:
     # Refuse bad input before paying for a YARN connection.
     spec, own = _checked(ns)
+    # The checks of hdfs:// files run in this process, through GSSAPI.
+    kerberos.use_keytab_for_hdfs(own.login)
     if ns.dry_run:
         return _dry_run(spec, own)
 

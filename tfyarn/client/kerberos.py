@@ -190,6 +190,18 @@ def check(login: Login, conf_dir: str | os.PathLike[str]) -> None:
         raise KerberosError(message("no_ticket", login, cluster_realm(conf_dir)))
 
 
+def use_keytab_for_hdfs(login: Login) -> None:
+    """Let this process's HDFS client (hdfs-native, GSSAPI) log in from the keytab.
+
+    MIT Kerberos gets initial credentials from ``KRB5_CLIENT_KTNAME`` when the
+    cache is empty; a private in-memory cache keeps the user's own untouched.
+    For the command line only: it changes this process's environment.
+    """
+    if login.keytab:
+        os.environ["KRB5_CLIENT_KTNAME"] = login.keytab
+        os.environ["KRB5CCNAME"] = f"MEMORY:tfyarn-{os.getpid()}"
+
+
 def check_keytab(login: Login) -> None:
     """The keytab exists, is readable and (if ``klist`` is here) holds the principal."""
     path = Path(login.keytab or "")

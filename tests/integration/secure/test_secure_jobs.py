@@ -156,6 +156,7 @@ data = b"".join(fs.resolve(src).read_chunks(src))
 with fs.resolve(dst).open_output(dst) as out:
     out.write(data.upper())
 print("copied", len(data), "bytes", flush=True)
+assert open("in.txt", "rb").read() == data  # shipped with --files
 """
 
 
@@ -181,6 +182,8 @@ def test_a_task_reads_and_writes_hdfs_with_tokens_only(
         "submit",
         *keytab_login(local_cluster),
         "--hdfs_namenodes", namenode,
+        # Checked to exist by the client itself (GSSAPI from the keytab).
+        "--files", f"hdfs://{base}/in.txt",
         "--num_worker", "1", "--no_preimport", "--worker_memory", "512m",
         # No ticket in the task, whatever the host's default cache holds.
         "--env", "KRB5CCNAME=FILE:/nonexistent/tfyarn-no-ticket",
