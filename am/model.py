@@ -90,6 +90,10 @@ class Task:
     retiring: str | None = None
     retire_by: float = 0.0
     retire_killed: bool = False
+    # A gang give-back (am/gang.py): the next attempt is asked for no sooner,
+    # and its registration timeout still counts from the formation's start.
+    relaunch_at: float = 0.0
+    waiting_since: float | None = None
 
     @property
     def key(self) -> str:

@@ -119,6 +119,7 @@ class Reconciler:
                 self._watch_container(task, now)
             if not state.log_each:
                 self._log_summary()
+            state.gang.check(state, now)
             self._check_registration(now)
             self._check_heartbeats(now)
             self._check_stall(now)
@@ -163,7 +164,9 @@ class Reconciler:
         }
         if task.port:
             env[_env.PORT] = str(task.port)  # a replaced task keeps its address
-        task.requested_at = state.clock()
+        # A gang give-back's new request still counts from the formation's start.
+        since, task.waiting_since = task.waiting_since, None
+        task.requested_at = state.clock() if since is None else since
         info = await state.launcher.start(task.role.value, env)
         task.container_id = info.id
         state.note(task, f"requested container {info.id}", quiet=quiet)
@@ -196,6 +199,8 @@ class Reconciler:
                         task.retire_by = now + KILL_MARGIN
                         continue
                     # Killed and still not confirmed ended: go on (bounded).
+            if now < task.relaunch_at:
+                continue  # a gang give-back's pause (am/gang.py)
             task.retiring = None
             state.relaunch.discard(task)
             state.mark(task, TaskState.REQUESTED, f"attempt {task.attempt}")
@@ -328,6 +333,11 @@ class Reconciler:
         for task in late:
             state.mark(task, TaskState.LOST, f"not registered after {timeout:.0f} s")
         reasons = "; ".join(self._waiting_for(t, now) for t in late)
+        if state.gang.gave_back:
+            reasons += (
+                f" (gang allocation gave back the cluster's containers "
+                f"{state.gang.gave_back} time(s) meanwhile, waiting for resources)"
+            )
         state.on_failure(
             late[0],
             f"{len(late)} task(s) did not register within the registration timeout "
@@ -440,6 +450,11 @@ class Reconciler:
         for task in state.tasks.values():
             counts[task.state.value] = counts.get(task.state.value, 0) + 1
         summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
+        if state.gang.gave_back:
+            summary += (
+                f"; gang allocation gave back its containers "
+                f"{state.gang.gave_back} time(s) waiting for resources"
+            )
         return f"tfyarn: {state.lead.key} finished successfully ({summary})"
 
     async def _save_restarts(self) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from am import policy
+from am.gang import Gang
 from am.launcher import ContainerInfo, Launcher
 from am.model import (
     BIG_JOB_TASKS,
@@ -147,6 +148,7 @@ class JobState:
         self.tick = max(tick, len(self.tasks) / TASKS_PER_TICK_SECOND)
         # A restart not yet saved for a later master attempt.
         self.restarts_unsaved = False
+        self.gang = Gang()  # gang allocation while the cluster forms (am/gang.py)
         self.publisher = Publisher(self, interval=publish_interval)
         self.reconciler = Reconciler(self)
 
@@ -495,6 +497,23 @@ class JobState:
         log.warning("restarting the whole cluster: %s", reason)
         for task in self.tasks.values():
             self._retire(task, f"the cluster restarts: {reason}")
+        self.unregistered = {t for t in self.tasks.values() if t.role.in_cluster_spec()}
+
+    def give_back(self, tasks: list[Task], reason: str, *, relaunch_at: float) -> None:
+        """Gang allocation (am/gang.py): end these forming tasks' attempts now.
+
+        Their containers are killed at once (pending requests are cancelled
+        the same way) and the next attempts are asked for at ``relaunch_at``.
+        Nothing ran yet, so nothing to save and no address to keep.
+        """
+        now = self.clock()
+        for task in tasks:
+            since = task.requested_at
+            self._retire(task, reason)
+            task.retire_by = now
+            task.relaunch_at = relaunch_at
+            task.waiting_since = since
+            task.host = task.port = None
         self.unregistered = {t for t in self.tasks.values() if t.role.in_cluster_spec()}
 
     def _on_lead_success(self) -> None:

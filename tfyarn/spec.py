@@ -206,6 +206,10 @@ class JobSpec:
     registration_timeout: float = field(
         default_factory=_default("registration_timeout")
     )
+    # Gang allocation (am/gang.py): a job still short of containers this long
+    # into forming its cluster gives back what it holds and asks again later;
+    # 0: hold them until registration_timeout.
+    allocation_timeout: float = field(default_factory=_default("allocation_timeout"))
     heartbeat_interval: float = field(default_factory=_default("heartbeat_interval"))
     heartbeat_timeout: float = field(default_factory=_default("heartbeat_timeout"))
     # 0: no stall detection.

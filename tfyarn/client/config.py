@@ -183,6 +183,7 @@ def to_spec(
         restart_policy=config["restart_policy"],
         retry_exit_codes=tuple(config["retry_exit_codes"]),
         registration_timeout=config["registration_timeout"],
+        allocation_timeout=config["allocation_timeout"],
         heartbeat_interval=config["heartbeat_interval"],
         heartbeat_timeout=config["heartbeat_timeout"],
         stall_timeout=config["stall_timeout"],

@@ -31,6 +31,9 @@ class Phase(str, Enum):
     REGISTERING = "REGISTERING"
     RUNNING = "RUNNING"
     RESTARTING = "RESTARTING"
+    # Gang allocation (am/gang.py): YARN did not grant every container of the
+    # forming cluster in time; the job gave back what it held and asks again.
+    WAITING_FOR_RESOURCES = "WAITING_FOR_RESOURCES"
     FINISHING = "FINISHING"
     STOPPING = "STOPPING"  # `tfyarn kill`: tasks are stopping, the kill follows
     SUCCEEDED = "SUCCEEDED"
