@@ -38,7 +38,8 @@ h1{font-size:1.4em} h2{font-size:1.1em;margin-top:1.4em}
 .phase{padding:2px 8px;border-radius:4px;background:#ddd}
 .phase-RUNNING,.phase-SUCCEEDED{background:#c8efc8}
 .phase-FAILED,.phase-KILLED{background:#f4c2c2}
-.phase-RESTARTING,.phase-STOPPING,.phase-FINISHING{background:#fbe3b0}
+.phase-RESTARTING,.phase-STOPPING,.phase-FINISHING,
+.phase-WAITING_FOR_RESOURCES{background:#fbe3b0}
 table{border-collapse:collapse} td,th{padding:3px 9px;text-align:left;
 border-bottom:1px solid #ddd;font-size:0.92em;white-space:nowrap}
 td:last-child{white-space:normal;min-width:14em} th{background:#f3f3f3}
