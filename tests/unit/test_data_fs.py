@@ -11,6 +11,18 @@ from tfyarn.data.writers import put
 from tfyarn.errors import HdfsError
 
 
+def test_a_changed_hadoop_conf_dir_is_another_filesystem(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Once, a client cached under a secure cluster's config served hdfs:///
+    # for the next cluster in the same process.
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path / "one"))
+    first = _fs.resolve("hdfs:///x")
+    assert first is _fs.resolve("hdfs:///y")
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path / "two"))
+    assert _fs.resolve("hdfs:///x") is not first
+
+
 def test_resolve_schemes(tmp_path) -> None:
     assert isinstance(_fs.resolve(str(tmp_path)), _fs.LocalFileSystem)
     assert isinstance(_fs.resolve(f"file://{tmp_path}"), _fs.LocalFileSystem)

@@ -14,7 +14,7 @@ from tfyarn.data.fs.hdfs import HDFS_SCHEMES, HdfsFileSystem
 from tfyarn.data.fs.local import LocalFileSystem
 from tfyarn.errors import HdfsError
 
-_FS_CACHE: dict[tuple[str, str], HdfsFileSystem] = {}
+_FS_CACHE: dict[tuple[str, str, str], HdfsFileSystem] = {}
 _FS_CACHE_LOCK = threading.Lock()
 _LOCAL = LocalFileSystem()
 
@@ -36,7 +36,8 @@ def resolve(url: str) -> FileSystem:
     Returns
     -------
     FileSystem
-        Cached per NameNode, so connections are reused.
+        Cached per NameNode and Hadoop config dir, so connections are reused
+        and ``hdfs:///`` follows a changed ``HADOOP_CONF_DIR``.
 
     Raises
     ------
@@ -57,7 +58,9 @@ def resolve(url: str) -> FileSystem:
             f"cannot open {url}: unknown scheme {scheme!r} (known: hdfs://, "
             "viewfs://, file:// and plain local paths)"
         )
-    key = (scheme, parsed.netloc)
+    # The config decides what hdfs:/// means and how to log in: a client made
+    # under another HADOOP_CONF_DIR would talk to another cluster.
+    key = (scheme, parsed.netloc, os.environ.get("HADOOP_CONF_DIR", ""))
     with _FS_CACHE_LOCK:
         fs = _FS_CACHE.get(key)
         if fs is None:
