@@ -20,6 +20,8 @@ class FakeNodeManager:
         self.requests: list[str] = []
         # A secure NodeManager without libhadoop.so lists files, cannot open them.
         self.cannot_open = False
+        # Answer 503 to everything (seen from a real NodeManager as a task ended).
+        self.unavailable = False
 
     def write(self, container: str, name: str, data: bytes) -> None:
         self.apps.add("application_" + "_".join(container.split("_")[1:3]))
@@ -28,6 +30,8 @@ class FakeNodeManager:
 
     def answer(self, path: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
         self.requests.append(path)
+        if self.unavailable:
+            return 503, b"Service Unavailable"
         parts = path.strip("/").split("/")
         if parts[:4] == ["ws", "v1", "node", "apps"]:
             return (200, b"{}") if parts[4] in self.apps else (404, b"")

@@ -256,3 +256,45 @@ def test_follow_reads_the_local_log_dir_when_the_node_cannot_open_files(
     out: list[str] = []
     livelogs.follow_task(APP, "worker:0", write=out.append, client=job)
     assert "".join(out).splitlines()[1:] == ["one", "two"]
+
+
+def test_follow_rides_out_a_503_and_ends_with_the_aggregated_rest(
+    nm: FakeNodeManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nm.write(C2, "worker.log", b"one\n")
+
+    def unavailable(job: _Job) -> None:
+        nm.unavailable = True
+
+    def back(job: _Job) -> None:
+        nm.unavailable = False
+        nm.write(C2, "worker.log", b"two\n")
+
+    def end(job: _Job) -> None:  # the last line lands as the node stops serving
+        nm.write(C2, "worker.log", b"bye\n")
+        nm.unavailable = True
+        job.state = "FINISHED"
+
+    aggregated = [
+        SimpleNamespace(container_id=C2, log_type="worker.log", text="one\ntwo\nbye\n")
+    ]
+    tries: list[int] = []
+
+    def logs(app_id: str, task: str, client: Any) -> list[Any]:
+        tries.append(1)
+        if len(tries) == 1:  # aggregation not done at the first look
+            raise TfyarnError("Log aggregation has not completed")
+        return aggregated
+
+    job = _Job(nm, [lambda j: None, unavailable, back, end, lambda j: None])
+    monkeypatch.setattr(
+        livelogs, "app_client", lambda yarn, app_id: SimpleNamespace(close=lambda: None)
+    )
+    monkeypatch.setattr(livelogs, "read_master_status", job.master)
+    monkeypatch.setattr(livelogs.time, "sleep", job.sleep)
+    monkeypatch.setattr(livelogs.tasklogs, "logs", logs)
+    out: list[str] = []
+    final = livelogs.follow_task(APP, "worker:0", write=out.append, client=job)
+    assert final == "FINISHED"
+    assert "".join(out).splitlines()[1:] == ["one", "two", "bye"]
+    assert len(tries) == 2

@@ -24,6 +24,11 @@ from tfyarn.errors import TfyarnError
 from tfyarn.spec import Role
 
 POLL_INTERVAL = 1.0
+# A NodeManager may answer 5xx for a while around a container's end: only
+# this long without one good read makes -f give up.
+NODE_ERROR_TOLERANCE = 30.0
+# After the job, aggregation of the last container's log takes a few seconds.
+AGGREGATION_WAIT = 60.0
 
 
 def parse_task(task: str | None) -> tuple[str, int]:
@@ -110,6 +115,7 @@ def follow_task(
     key = f"{role}:{index}"
     stream: _Stream | None = None
     app = None
+    failing_since: float | None = None
     with opened(client) as yarn:
         try:
             while True:
@@ -136,8 +142,16 @@ def follow_task(
                                 f"==> {key}{attempt} [{t.yarn_container_id} on "
                                 f"{t.node}] <==\n"
                             )
-                        with contextlib.suppress(nmweb.NotOnNode):
+                        try:
                             stream.poll(write)
+                            failing_since = None
+                        except nmweb.NotOnNode:
+                            pass
+                        except nmweb.NodeLogsError:
+                            now = time.monotonic()
+                            failing_since = failing_since or now
+                            if now - failing_since > NODE_ERROR_TOLERANCE:
+                                raise
                 time.sleep(poll_interval)
         finally:
             if app is not None:
@@ -148,7 +162,7 @@ def _drain(stream: _Stream, write: Callable[[str], None]) -> bool:
     """Read a stream to its end from its node; whether the node still had it."""
     try:
         stream.poll(write)
-    except nmweb.NotOnNode:
+    except nmweb.NodeLogsError:  # gone from the node, or it cannot serve it now
         return False
     stream.feed(b"", write, final=True)
     return True
@@ -168,8 +182,14 @@ def _finish(
         return
     if _drain(stream, write):
         return
-    with contextlib.suppress(TfyarnError):  # nothing aggregated (yet): nothing more
-        for log in tasklogs.logs(app_id, task=key, client=yarn):
-            if log.container_id == stream.container and log.log_type == stream.name:
-                rest = log.text.encode()[stream.offset :]
-                stream.feed(rest, write, final=True)
+    deadline = time.monotonic() + AGGREGATION_WAIT
+    while True:
+        with contextlib.suppress(TfyarnError):  # not aggregated yet
+            for log in tasklogs.logs(app_id, task=key, client=yarn):
+                if log.container_id == stream.container and log.log_type == stream.name:
+                    rest = log.text.encode()[stream.offset :]
+                    stream.feed(rest, write, final=True)
+                    return
+        if time.monotonic() >= deadline:
+            return  # no aggregation on this cluster: nothing more to show
+        time.sleep(2.0)
