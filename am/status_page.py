@@ -42,7 +42,9 @@ h1{font-size:1.4em} h2{font-size:1.1em;margin-top:1.4em}
 .phase-WAITING_FOR_RESOURCES{background:#fbe3b0}
 table{border-collapse:collapse} td,th{padding:3px 9px;text-align:left;
 border-bottom:1px solid #ddd;font-size:0.92em;white-space:nowrap}
-td:last-child{white-space:normal;min-width:14em} th{background:#f3f3f3}
+td.wrap{white-space:normal;min-width:9em}
+td.wrap:last-child{min-width:10em}
+th{background:#f3f3f3}
 .bar{width:32em;height:1.1em;background:#eee;border:1px solid #bbb}
 .fill{height:100%;background:#4a8fdc}
 pre{background:#f7f7f7;padding:0.6em;white-space:pre-wrap}
@@ -205,6 +207,24 @@ _COLUMNS = (
     "logs",
     "last event",
 )
+# Long values wrap and container ids are shortened (the full id in a
+# tooltip), so the table fits a laptop's window instead of hiding the log
+# links past its right edge.
+_CELL_CLASS = {
+    "container": "id",
+    "metrics": "wrap",
+    "logs": "wrap",
+    "last event": "wrap",
+}
+
+
+def _container_cell(container: str | None) -> str:
+    """A container id by what tells it apart in this job (``…01_000002``:
+    attempt and number), the whole id as its tooltip."""
+    if not container:
+        return ""
+    short = "…" + "_".join(container.split("_")[-2:])
+    return f"<span title='{esc(container)}'>{esc(short)}</span>"
 
 
 def _task_table(
@@ -229,7 +249,7 @@ def _task_table(
             esc(t["task"]),
             esc(t["state"]),
             esc(t.get("address")),
-            esc(t.get("yarn_container_id")),
+            _container_cell(t.get("yarn_container_id")),
             esc(t.get("attempt", 0)),
             esc(t.get("step")),
             "" if rate is None else f"{rate:.2f}",
@@ -242,7 +262,12 @@ def _task_table(
         rows.append(
             f"<tr class='task' data-task='{esc(t['task'])}' "
             f"data-state='{esc(t['state'])}'>"
-            + "".join(f"<td>{c}</td>" for c in cells)
+            + "".join(
+                f"<td class='{_CELL_CLASS[col]}'>{c}</td>"
+                if col in _CELL_CLASS
+                else f"<td>{c}</td>"
+                for col, c in zip(_COLUMNS, cells, strict=True)
+            )
             + "</tr>"
         )
     return f"<table id='tasks'><tr>{head}</tr>{''.join(rows)}</table>"
