@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import urlparse
 
 from tfyarn.errors import HdfsError
 
@@ -138,8 +139,9 @@ def kerberos_message(
     token_file = os.environ.get("HADOOP_TOKEN_FILE_LOCATION")
     ended = _token_ended(token_file, namenode) if token_file else None
     if ended is not None:
+        named = where if urlparse(where).netloc else "fs.defaultFS"
         return (
-            f"HDFS {op} of {url}: the HDFS delegation token for {where} was "
+            f"HDFS {op} of {url}: the HDFS delegation token for {named} was "
             f"refused: it expired ({ended}), and containers have no Kerberos "
             "ticket to get another. Submit jobs longer than the tokens' "
             "lifetime with --principal USER@REALM --keytab FILE: the master "
@@ -165,7 +167,6 @@ def _token_ended(token_file: str, namenode: str | None) -> str | None:
     exists and is refused has expired (or was cancelled).
     """
     import time
-    from urllib.parse import urlparse
 
     from tfyarn.contract.tokens import HDFS_KIND, TokenFile, TokenFileError, dates
 
