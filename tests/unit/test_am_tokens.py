@@ -235,3 +235,32 @@ def test_an_expired_token_is_named_in_the_failed_task_s_diagnostics(
     )
     reason = state._exit_reason(task)
     assert "HDFS delegation token expired (at 2 min into the job" in reason
+
+
+def test_tfyarn_status_shows_the_tokens_and_the_warning() -> None:
+    from tfyarn.client.cli import _token_lines
+    from tfyarn.contract.status import Phase
+
+    ends = 1_795_500_120.0
+    kept = JobStatus(
+        phase=Phase.RUNNING,
+        hdfs_tokens={"refreshed_by": "me@R.TEST", "ends": ends, "refreshes": 3,
+                     "next_refresh": None, "last_error": "KDC said no"},
+    )  # fmt: skip
+    assert _token_lines(kept) == [
+        (
+            "hdfs tokens:  valid until 06:02:00 UTC, refreshed 3 time(s) from the "
+            "keytab of me@R.TEST"
+        ),
+        "              last refresh failed: KDC said no",
+    ]
+    warned = JobStatus(
+        phase=Phase.RUNNING,
+        hdfs_tokens={"refreshed_by": "", "ends": ends},
+        warnings=["HDFS delegation tokens end in 2 min"],
+    )
+    assert _token_lines(warned) == [
+        "hdfs tokens:  valid until 06:02:00 UTC, not refreshed (no keytab)",
+        "warning:      HDFS delegation tokens end in 2 min",
+    ]
+    assert _token_lines(JobStatus(phase=Phase.RUNNING)) == []
