@@ -73,6 +73,10 @@ async def serve(
         state.resume_after_master_loss(attempt, await launcher.previous_restarts())
     # HDFS delegation tokens: refreshed with a keytab, else a warning (issue 12).
     keeper = keeper_for(state)
+    if keeper is not None and keeper.due():
+        # The submission's tokens are (nearly) of no use already: tasks
+        # must start with fresh ones.
+        await keeper.refresh()
     tokens = asyncio.create_task(keeper.run()) if keeper and keeper.renews else None
     health_servicer = health.aio.HealthServicer()
     # The page and /metrics read only the last published snapshot.

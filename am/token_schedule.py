@@ -116,10 +116,11 @@ def no_keytab_warning(life: Lifetime, now: float) -> str:
     """What the master says at start when it cannot renew the job's tokens."""
     left = max(0.0, life.ends - now)
     return (
-        f"HDFS delegation tokens end in {describe(left)} (their maximum "
-        f"lifetime, {describe(life.span)} from submission): after that no "
-        "task can open a new HDFS connection. For longer jobs submit with "
-        "--principal USER@REALM --keytab FILE, so the master fetches fresh ones."
+        f"HDFS delegation tokens end in {describe(left)} ({describe(life.span)} "
+        "after submission: their maximum lifetime, less the last minute, in "
+        "which HDFS clients no longer use them): after that no task can open a "
+        "new HDFS connection. For longer jobs submit with --principal "
+        "USER@REALM --keytab FILE, so the master fetches fresh ones."
     )
 
 
@@ -141,8 +142,8 @@ def expired_hint(stderr_tail: str, *, now: float, life: Lifetime | None) -> str:
         return ""
     span = describe(life.span)
     return (
-        f"HDFS delegation token expired (at {span} into the job, its maximum "
-        "lifetime), so the task could not authenticate to HDFS: pass "
+        f"HDFS delegation token expired (at {span} into the job, the end of "
+        "its maximum lifetime), so the task could not authenticate to HDFS: pass "
         f"--principal USER@REALM --keytab FILE to tfyarn submit for jobs longer "
         f"than {span}; the master then fetches fresh tokens."
     )

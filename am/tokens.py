@@ -34,6 +34,7 @@ from tfyarn.contract.tokens import (
     TokenFile,
     TokenFileError,
     dates,
+    usable_until,
     write_atomically,
 )
 
@@ -97,7 +98,7 @@ class TokenKeeper:
             log.warning("cannot read the job's tokens in %s: %s", self.token_file, exc)
             return
         self.life = schedule.lifetime(
-            (d.issued, d.max_date) for t in found if (d := dates(t)) is not None
+            (d.issued, usable_until(d)) for t in found if (d := dates(t)) is not None
         )
         if self.life is None:
             return  # no HDFS delegation tokens: not a secure cluster
@@ -117,6 +118,10 @@ class TokenKeeper:
             log.warning("%s", warning)
             self.state.warnings.append(warning)
         self._publish()
+
+    def due(self) -> bool:
+        """Whether fresh tokens are due now (at start: a job that started late)."""
+        return self.renews and self.next_at is not None and self.next_at <= self.wall()
 
     async def run(self) -> None:
         """Refresh the tokens until cancelled (only with a keytab)."""
@@ -227,9 +232,8 @@ def _ends(fresh: TokenFile, expires: dict[str, float]) -> list[tuple[float, floa
     for token in fresh.tokens:
         d = dates(token)
         if d is not None:
-            out.append(
-                (d.issued, min(d.max_date, expires.get(token.service, d.max_date)))
-            )
+            ends = usable_until(d)
+            out.append((d.issued, min(ends, expires.get(token.service, ends))))
     return out
 
 

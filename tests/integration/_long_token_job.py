@@ -12,7 +12,9 @@ token file, then:
    outlives its token), then (not ``--plain``) trains 5 more steps and
    checkpoints again.
 
-``--plain`` (no TensorFlow) is the keytab-less job, which fails in step 3.
+``--plain`` (no TensorFlow, no step 1) is the keytab-less job, which fails in
+step 3. "End" is when hdfs-native stops using a token: 60 s before its
+maximum date (``tfyarn.contract.tokens.CLIENT_SLACK_S``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import subprocess
 import sys
 import time
 
-from tfyarn.contract.tokens import HDFS_KIND, TokenFile, dates
+from tfyarn.contract.tokens import HDFS_KIND, TokenFile, dates, usable_until
 from tfyarn.data import fs
 
 CHILD = """
@@ -51,11 +53,12 @@ def main() -> None:
         json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {}).get("index", 0)
     )
     token_file = TokenFile.read(os.environ["HADOOP_TOKEN_FILE_LOCATION"])
-    ends = min(d.max_date for t in token_file.of_kind(HDFS_KIND) if (d := dates(t)))
+    found = token_file.of_kind(HDFS_KIND)
+    ends = min(usable_until(d) for t in found if (d := dates(t)))
     say(f"TOKENS_END in {ends - time.time():.0f} s")
     say(f"keytab in this task: {os.path.exists('tfyarn.keytab')}")
-    say(f"PHASE1 read {len(read(base + '/in.txt'))} bytes")
-    if not plain:
+    if not plain:  # (the plain job may start too late to use its tokens)
+        say(f"PHASE1 read {len(read(base + '/in.txt'))} bytes")
         train = trainer(base)
         say(f"PHASE1 ok step={train()}")
     while time.time() < ends + 15:

@@ -123,14 +123,14 @@ def test_without_a_keytab_the_master_warns_how_long_hdfs_lasts(tmp_path: Path) -
     k, state, _ = keeper(tmp_path, clock, keytab=False)
     assert not k.renews
     (warning,) = state.warnings
-    assert warning.startswith("HDFS delegation tokens end in 2 min")
+    assert warning.startswith("HDFS delegation tokens end in 55 s (60 s after")
     assert "--principal USER@REALM --keytab FILE" in warning
     status = JobStatus.from_dict(state.snapshot())
     assert status.warnings == [warning]
-    assert status.hdfs_tokens and status.hdfs_tokens["ends"] == ISSUED + 120.0
+    assert status.hdfs_tokens and status.hdfs_tokens["ends"] == ISSUED + 60.0
     assert status.hdfs_tokens["refreshed_by"] == ""
     # A task that dies of the expired token after the end is named as such.
-    clock[0] = ISSUED + 130.0
+    clock[0] = ISSUED + 70.0
     assert state.failure_hint("GSS_S_NO_CRED").startswith(
         "HDFS delegation token expired"
     )
@@ -149,21 +149,21 @@ def test_with_a_keytab_fresh_tokens_reach_the_master_file_and_every_stream(
     clock = [ISSUED + 5.0]
     k, state, fetch = keeper(tmp_path, clock, keytab=True)
     assert k.renews and state.warnings == []
-    assert k.next_at == ISSUED + 90.0
+    assert k.next_at == ISSUED + 30.0  # half of the 60 s hdfs-native uses them
     watcher = state.watch("worker", 0, 0, 0)
-    clock[0] = ISSUED + 90.0
+    clock[0] = ISSUED + 30.0
     asyncio.run(k.refresh())
     assert fetch.calls == [("me@R.TEST", "/c/tfyarn.keytab", ("hdfs://nn2:8020",))]
     # The master's own file: the fresh token, and YARN's AMRMToken kept.
     own = TokenFile.read(k.token_file)
     kinds = sorted(t.kind for t in own.tokens)
     assert kinds == [HDFS_KIND, "YARN_AM_RM_TOKEN"]
-    assert tokens.dates(own.of_kind(HDFS_KIND)[0]).issued == ISSUED + 90.0  # type: ignore[union-attr]
+    assert tokens.dates(own.of_kind(HDFS_KIND)[0]).issued == ISSUED + 30.0  # type: ignore[union-attr]
     # Every open stream got them; fetched tokens end at their renewal deadline.
     event = pb.ClusterEvent.FromString(watcher._queue.get_nowait() or b"")
     assert event.credentials.version == 1
-    assert event.credentials.ends == ISSUED + 150.0
-    assert k.next_at == ISSUED + 120.0  # half of their 60 s
+    assert event.credentials.ends == ISSUED + 90.0
+    assert k.next_at == ISSUED + 60.0  # half of their 60 s
     # A stream opened later (a replacement) gets them first; one that has them does not.
     late = state.watch("worker", 1, 0, 0)
     assert (
@@ -178,12 +178,12 @@ def test_with_a_keytab_fresh_tokens_reach_the_master_file_and_every_stream(
 
 
 def test_a_failed_fetch_keeps_the_old_tokens_and_retries(tmp_path: Path) -> None:
-    clock = [ISSUED + 90.0]
+    clock = [ISSUED + 30.0]
     k, state, _ = keeper(tmp_path, clock, keytab=True, fail=1)
     before = k.token_file.read_bytes()
     asyncio.run(k.refresh())
     assert k.token_file.read_bytes() == before and state.credentials is None
-    assert k.next_at == ISSUED + 97.5  # a quarter of the 30 s left
+    assert k.next_at == ISSUED + 37.5  # a quarter of the 30 s left
     assert "KDC said no" in (state.hdfs_tokens or {}).get("last_error", "")
     clock[0] = k.next_at
     asyncio.run(k.refresh())
@@ -192,7 +192,7 @@ def test_a_failed_fetch_keeps_the_old_tokens_and_retries(tmp_path: Path) -> None
 
 
 def test_the_run_loop_refreshes_when_due(tmp_path: Path) -> None:
-    clock = [ISSUED + 89.99]
+    clock = [ISSUED + 29.99]
     k, _, fetch = keeper(tmp_path, clock, keytab=True)
 
     async def scenario() -> None:
@@ -224,7 +224,7 @@ def test_the_runtime_merges_fresh_tokens_into_its_file(tmp_path: Path) -> None:
 def test_an_expired_token_is_named_in_the_failed_task_s_diagnostics(
     tmp_path: Path,
 ) -> None:
-    clock = [ISSUED + 130.0]
+    clock = [ISSUED + 70.0]
     _, state, _ = keeper(tmp_path, clock, keytab=False)
     task = state.tasks[next(iter(state.tasks))]
     task.exit_code = 1
@@ -234,7 +234,7 @@ def test_an_expired_token_is_named_in_the_failed_task_s_diagnostics(
         'RuntimeError: GSSAPIError("GSS_S_NO_CRED")'
     )
     reason = state._exit_reason(task)
-    assert "HDFS delegation token expired (at 2 min into the job" in reason
+    assert "HDFS delegation token expired (at 60 s into the job" in reason
 
 
 def test_tfyarn_status_shows_the_tokens_and_the_warning() -> None:

@@ -30,6 +30,12 @@ DELEGATION_KINDS = (
 )
 
 
+# hdfs-native ignores a delegation token whose maximum date is less than this
+# far away (security/user.rs, get_token; 0.14.7): a token is of no use to a
+# new connection from then on, though the NameNode still accepts it.
+CLIENT_SLACK_S = 60.0
+
+
 class TokenFileError(ValueError):
     """Not a Hadoop token file this code can read."""
 
@@ -135,6 +141,11 @@ def dates(token: Token) -> Dates | None:
     except (EOFError, UnicodeDecodeError):
         return None
     return Dates(owner, renewer, issued / 1000.0, max_date / 1000.0)
+
+
+def usable_until(d: Dates) -> float:
+    """When new hdfs-native connections stop using a token with these dates."""
+    return d.max_date - CLIENT_SLACK_S
 
 
 def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:

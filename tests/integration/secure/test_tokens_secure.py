@@ -132,7 +132,7 @@ def test_a_keytab_job_outlives_its_tokens_and_a_ticket_job_is_told_why_it_cannot
     assert warned.startswith("HDFS delegation tokens end in"), warned
     assert "--keytab" in warned
     assert st.final_status == "FAILED", st.diagnostics
-    assert "HDFS delegation token expired (at 2 min into the job" in st.diagnostics
+    assert "HDFS delegation token expired (at 60 s into the job" in st.diagnostics
     # The task's own error (tfyarn.data.fs) says it too.
     assert "the HDFS delegation token for fs.defaultFS was refused" in st.diagnostics
     assert "--principal USER@REALM --keytab FILE" in st.diagnostics

@@ -168,7 +168,13 @@ def _token_ended(token_file: str, namenode: str | None) -> str | None:
     """
     import time
 
-    from tfyarn.contract.tokens import HDFS_KIND, TokenFile, TokenFileError, dates
+    from tfyarn.contract.tokens import (
+        HDFS_KIND,
+        TokenFile,
+        TokenFileError,
+        dates,
+        usable_until,
+    )
 
     service = urlparse(namenode or "").netloc
     try:
@@ -178,9 +184,10 @@ def _token_ended(token_file: str, namenode: str | None) -> str | None:
     mine = [t for t in found if not service or t.service == service]
     if not mine:
         return None
-    max_dates = [d.max_date for t in mine if (d := dates(t)) is not None]
-    if max_dates and min(max_dates) <= time.time():
-        when = time.strftime("%H:%M:%S UTC", time.gmtime(min(max_dates)))
+    # A client ignores a token near its maximum date (CLIENT_SLACK_S).
+    ends = [usable_until(d) for t in mine if (d := dates(t)) is not None]
+    if ends and min(ends) <= time.time():
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(min(ends)))
         return f"its maximum lifetime ended at {when}"
     return "its renewal lapsed, or it was cancelled"
 
