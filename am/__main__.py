@@ -28,6 +28,7 @@ from am.metrics import JobMetrics, PublishedSnapshot
 from am.servicer import create_server, mark_serving
 from am.state import JobState
 from am.tensorboard import TensorBoard
+from am.tokens import keeper_for
 from tfyarn.contract import env as _env
 from tfyarn.contract.channel import find_credentials
 from tfyarn.contract.status import MASTER_KEY
@@ -70,6 +71,13 @@ async def serve(
         # see TFYARN_RESTART > 0 and resume from their checkpoint. Restarts
         # charged before still count against max_restarts.
         state.resume_after_master_loss(attempt, await launcher.previous_restarts())
+    # HDFS delegation tokens: refreshed with a keytab, else a warning (issue 12).
+    keeper = keeper_for(state)
+    if keeper is not None and keeper.due():
+        # The submission's tokens are (nearly) of no use already: tasks
+        # must start with fresh ones.
+        await keeper.refresh()
+    tokens = asyncio.create_task(keeper.run()) if keeper and keeper.renews else None
     health_servicer = health.aio.HealthServicer()
     # The page and /metrics read only the last published snapshot.
     published = PublishedSnapshot(lambda: state.last_status)
@@ -104,6 +112,8 @@ async def serve(
     try:
         phase, _ = await state.run()
     finally:
+        if tokens is not None:
+            tokens.cancel()
         if tensorboard is not None:
             tensorboard_page.cancel()
             tensorboard.stop()

@@ -80,6 +80,8 @@ def snapshot(state: JobState, *, keep: int | None = None) -> dict[str, Any]:
         master_address=state.master_address,
         lead=state.lead.key,
         tasks=tasks,
+        warnings=list(state.warnings),
+        hdfs_tokens=dict(state.hdfs_tokens) if state.hdfs_tokens else None,
     ).to_dict()
 
 

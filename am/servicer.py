@@ -54,6 +54,7 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
                 request.task.index,
                 request.attempt,
                 request.known_generation,
+                known_credentials=request.known_credentials,
             )
         except TaskRejected as exc:
             await context.abort(getattr(grpc.StatusCode, exc.code), str(exc))

@@ -151,6 +151,13 @@ class JobState:
         self.gang = Gang()  # gang allocation while the cluster forms (am/gang.py)
         self.publisher = Publisher(self, interval=publish_interval)
         self.reconciler = Reconciler(self)
+        # Delegation tokens (am/tokens.py, issue 12): the newest fresh ones as a
+        # serialized ClusterEvent for every stream, what the status says of
+        # them, and a line naming an expired token in a failure's diagnostics.
+        self.credentials: tuple[bytes, int] | None = None
+        self.warnings: list[str] = []
+        self.hdfs_tokens: dict[str, Any] | None = None
+        self.failure_hint: Callable[[str], str] = lambda tail: ""
 
     # -- the reconcile loop and the published status (am.reconcile, am.publish) ----
 
@@ -265,11 +272,22 @@ class JobState:
         self._poke()
         return self.generation
 
-    def watch(self, role: str, index: int, attempt: int, known: int) -> Watcher:
+    def watch(
+        self,
+        role: str,
+        index: int,
+        attempt: int,
+        known: int,
+        *,
+        known_credentials: int = 0,
+    ) -> Watcher:
         """Open a WatchCluster stream for a task."""
         task = self.task(role, index, attempt)
         watcher = Watcher(task, attempt)
         task.watchers.add(watcher)
+        if self.credentials is not None and self.credentials[1] > known_credentials:
+            # Before the ClusterSpec: the script starts with fresh tokens.
+            watcher.put(self.credentials[0])
         if self._cluster_event is not None and self.generation > known:
             watcher.put(self._cluster_event)
         if task.stop_requested_at is not None or self.phase.is_terminal():
@@ -278,6 +296,13 @@ class JobState:
             watcher.close()
             task.stop_delivered = True
         return watcher
+
+    def push_credentials(self, event: bytes, version: int) -> None:
+        """Fresh delegation tokens (a serialized ClusterEvent) for every task."""
+        self.credentials = (event, version)
+        for task in self.tasks.values():
+            for watcher in task.watchers:
+                watcher.put(event)
 
     def unwatch(self, watcher: Watcher) -> None:
         watcher.task.watchers.discard(watcher)
@@ -542,7 +567,8 @@ class JobState:
             text += ". Last lines of its stderr:\n" + "\n".join(
                 "  " + line for line in lines
             )
-        return text
+        hint = self.failure_hint(task.stderr_tail)
+        return f"{text}\n{hint}" if hint else text
 
     def _maybe_form_cluster(self) -> None:
         if self.unregistered:

@@ -38,16 +38,18 @@ class RegisterTaskReply(_message.Message):
     def __init__(self, generation: _Optional[int] = ...) -> None: ...
 
 class WatchClusterRequest(_message.Message):
-    __slots__ = ("task", "attempt", "known_generation", "register")
+    __slots__ = ("task", "attempt", "known_generation", "register", "known_credentials")
     TASK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     KNOWN_GENERATION_FIELD_NUMBER: _ClassVar[int]
     REGISTER_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
     task: TaskKey
     attempt: int
     known_generation: int
     register: RegisterTaskRequest
-    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., known_generation: _Optional[int] = ..., register: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ...) -> None: ...
+    known_credentials: int
+    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., known_generation: _Optional[int] = ..., register: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., known_credentials: _Optional[int] = ...) -> None: ...
 
 class JobTasks(_message.Message):
     __slots__ = ("host", "port")
@@ -84,13 +86,25 @@ class Stop(_message.Message):
     grace_seconds: float
     def __init__(self, reason: _Optional[str] = ..., grace_seconds: _Optional[float] = ...) -> None: ...
 
+class Credentials(_message.Message):
+    __slots__ = ("tokens", "version", "ends")
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    ENDS_FIELD_NUMBER: _ClassVar[int]
+    tokens: bytes
+    version: int
+    ends: float
+    def __init__(self, tokens: _Optional[bytes] = ..., version: _Optional[int] = ..., ends: _Optional[float] = ...) -> None: ...
+
 class ClusterEvent(_message.Message):
-    __slots__ = ("cluster_spec", "stop")
+    __slots__ = ("cluster_spec", "stop", "credentials")
     CLUSTER_SPEC_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
     cluster_spec: ClusterSpec
     stop: Stop
-    def __init__(self, cluster_spec: _Optional[_Union[ClusterSpec, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ...) -> None: ...
+    credentials: Credentials
+    def __init__(self, cluster_spec: _Optional[_Union[ClusterSpec, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ..., credentials: _Optional[_Union[Credentials, _Mapping]] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
     __slots__ = ("task", "attempt")

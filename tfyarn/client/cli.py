@@ -12,6 +12,7 @@ import functools
 import json
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -361,6 +362,8 @@ def _status(ns: argparse.Namespace) -> int:
             f"master:       phase {m.phase.value}, generation {m.generation}, "
             f"restarts {m.restarts}, cluster formed: {formed}"
         )
+        for line in _token_lines(m):
+            print(line)
         counts = narrator.role_counts(m.tasks)
         if counts:
             print("containers:   " + narrator.format_counts(counts))
@@ -369,6 +372,25 @@ def _status(ns: argparse.Namespace) -> int:
         for line in narrator.restart_lines(m):
             print(line)
     return 0
+
+
+def _token_lines(m: Any) -> list[str]:
+    """The job's HDFS delegation tokens and warnings, for ``tfyarn status``."""
+    lines = []
+    tokens = m.hdfs_tokens or {}
+    if tokens.get("ends"):
+        until = time.strftime("%H:%M:%S UTC", time.gmtime(tokens["ends"]))
+        how = (
+            f"refreshed {tokens.get('refreshes', 0)} time(s) from the keytab of "
+            f"{tokens['refreshed_by']}"
+            if tokens.get("refreshed_by")
+            else "not refreshed (no keytab)"
+        )
+        lines.append(f"hdfs tokens:  valid until {until}, {how}")
+        if tokens.get("last_error"):
+            lines.append(f"              last refresh failed: {tokens['last_error']}")
+    lines += [f"warning:      {w}" for w in m.warnings]
+    return lines
 
 
 def _kill(ns: argparse.Namespace) -> int:

@@ -212,6 +212,11 @@ def check_login(login: Login | None = None) -> Login:
     return login
 
 
+def last_login() -> Login:
+    """The login of the last :func:`connect` (or :func:`check_login`)."""
+    return _login
+
+
 def _configured_login() -> Login:
     """The principal/keytab of the user's config file, if any (client-only keys)."""
     from tfyarn.client import config

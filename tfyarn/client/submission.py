@@ -7,8 +7,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tfyarn.client import config, preflight
-from tfyarn.client.connection import login_as, opened, yarn_errors
+from tfyarn.client.connection import last_login, login_as, opened, yarn_errors
 from tfyarn.client.follow import follow
+from tfyarn.client.keytab import ship_keytab
 from tfyarn.spec import JobSpec
 
 
@@ -180,6 +181,13 @@ def submit(
 
 
 def submit_spec(yarn: Any, spec: JobSpec) -> str:
-    """Submit a validated job on an open client; its application id."""
+    """Submit a validated job on an open client; its application id.
+
+    A keytab login on a secure cluster ships the keytab to the master
+    (:func:`tfyarn.client.keytab.ship_keytab`), which keeps the job's HDFS
+    tokens fresh with it.
+    """
+    app_spec = spec.to_skein()
+    ship_keytab(app_spec, last_login())
     with yarn_errors():
-        return str(yarn.submit(spec.to_skein()))
+        return str(yarn.submit(app_spec))

@@ -133,6 +133,29 @@ def explain_diagnostics(diagnostics: str) -> list[str]:
     return out
 
 
+# How a task says HDFS would not authenticate it: hdfs-native (GSSAPI, after
+# the NameNode refused its token), Hadoop's Java client, tfyarn.data.fs.
+_HDFS_AUTH = re.compile(
+    r"GSS_S_NO_CRED|No Kerberos credentials|cannot authenticate via|"
+    r"InvalidToken|token \(.*\) (is expired|can't be found)|"
+    r"delegation token (for \S+ )?(expired|was refused)|no delegation token for",
+    re.IGNORECASE,
+)
+
+
+def hdfs_auth_failure(text: str) -> bool:
+    """Whether ``text`` (a task's stderr) shows HDFS refusing its credentials.
+
+    Examples
+    --------
+    >>> hdfs_auth_failure('RuntimeError: GSSAPIError(... "GSS_S_NO_CRED" ...)')
+    True
+    >>> hdfs_auth_failure("ValueError: bad shape")
+    False
+    """
+    return bool(_HDFS_AUTH.search(text))
+
+
 def exit_codes(diagnostics: str) -> list[int]:
     """Every exit code mentioned in ``diagnostics``, in order."""
     return [int(m.group(1)) for m in _EXIT.finditer(diagnostics)]

@@ -127,6 +127,13 @@ class JobStatus:
     master_address: str | None = None
     lead: str | None = None  # the task whose success ends the job
     tasks: list[TaskStatus] = dataclasses.field(default_factory=list)
+    # What the user should know while the job runs (an HDFS token lifetime
+    # shorter than the job may be), newest last.
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    # The job's HDFS delegation tokens on a secure cluster (am/tokens.py):
+    # refreshed_by (the keytab's principal, "" for none), ends (epoch s),
+    # refreshes, next_refresh, last_error; None elsewhere.
+    hdfs_tokens: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

@@ -19,6 +19,7 @@ from tfyarn._proto import master_pb2 as pb
 from tfyarn.contract.channel import MasterClient, backoff_delays, call_until
 from tfyarn.contract.heartbeat import heartbeat_interval
 from tfyarn.errors import MasterError, MasterRefusedError, MasterUnavailableError
+from tfyarn.runtime import tokens as _tokens
 from tfyarn.runtime.child import StopRequest
 from tfyarn.runtime.context import TaskContext
 from tfyarn.runtime.timeouts import Timeouts
@@ -47,6 +48,7 @@ class MasterSession:
         self.reached_master = threading.Event()  # any call answered
         self.done = threading.Event()
         self.registration: pb.RegisterTaskRequest | None = None
+        self.credentials_version = 0  # the newest fresh tokens written (issue 12)
         # Without a master for this long the job is over (YARN ends the
         # containers of a dead master; this is the bound if it does not).
         self.master_lost_after = max(
@@ -120,12 +122,15 @@ class MasterSession:
                 attempt=self.ctx.attempt,
                 known_generation=known,
                 register=self.registration,
+                known_credentials=self.credentials_version,
             )
             try:
                 for event in self.client.watch_cluster(request):
                     last_ok = time.monotonic()
                     self.reached_master.set()
-                    if event.HasField("cluster_spec"):
+                    if event.HasField("credentials"):
+                        self._on_credentials(event.credentials)
+                    elif event.HasField("cluster_spec"):
                         self._on_cluster(event.cluster_spec)
                     elif event.HasField("stop"):
                         self.stop.set(event.stop.reason, event.stop.grace_seconds)
@@ -166,6 +171,12 @@ class MasterSession:
             log.info("cluster generation %d received", spec.generation)
         self.cluster = spec
         self.cluster_ready.set()
+
+    def _on_credentials(self, credentials: pb.Credentials) -> None:
+        if credentials.version > self.credentials_version and _tokens.apply(
+            credentials
+        ):
+            self.credentials_version = credentials.version
 
     def _heartbeat(self) -> None:
         request = pb.HeartbeatRequest(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import urlparse
 
 from tfyarn.errors import HdfsError
 
@@ -135,7 +136,18 @@ def kerberos_message(
         )
     if not any(mark in low for mark in _NO_CREDENTIALS):
         return None
-    if os.environ.get("HADOOP_TOKEN_FILE_LOCATION"):
+    token_file = os.environ.get("HADOOP_TOKEN_FILE_LOCATION")
+    ended = _token_ended(token_file, namenode) if token_file else None
+    if ended is not None:
+        named = where if urlparse(where).netloc else "fs.defaultFS"
+        return (
+            f"HDFS {op} of {url}: the HDFS delegation token for {named} was "
+            f"refused: it expired ({ended}), and containers have no Kerberos "
+            "ticket to get another. Submit jobs longer than the tokens' "
+            "lifetime with --principal USER@REALM --keytab FILE: the master "
+            "then fetches fresh tokens for every task."
+        )
+    if token_file:
         return (
             f"HDFS {op} of {url}: no delegation token for {where} in this "
             "container, and containers have no Kerberos ticket: name that "
@@ -146,6 +158,38 @@ def kerberos_message(
         f"HDFS {op} of {url}: no valid Kerberos ticket for {where}: run "
         f"`kinit{_principal_hint()}`, then retry."
     )
+
+
+def _token_ended(token_file: str, namenode: str | None) -> str | None:
+    """When this container's token for ``namenode`` ended, if it has one.
+
+    Its maximum date if that has passed, else "renewal ended": a token that
+    exists and is refused has expired (or was cancelled).
+    """
+    import time
+
+    from tfyarn.contract.tokens import (
+        HDFS_KIND,
+        TokenFile,
+        TokenFileError,
+        dates,
+        usable_until,
+    )
+
+    service = urlparse(namenode or "").netloc
+    try:
+        found = TokenFile.read(token_file).of_kind(HDFS_KIND)
+    except (OSError, TokenFileError):
+        return None
+    mine = [t for t in found if not service or t.service == service]
+    if not mine:
+        return None
+    # A client ignores a token near its maximum date (CLIENT_SLACK_S).
+    ends = [usable_until(d) for t in mine if (d := dates(t)) is not None]
+    if ends and min(ends) <= time.time():
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(min(ends)))
+        return f"its maximum lifetime ended at {when}"
+    return "its renewal lapsed, or it was cancelled"
 
 
 def _principal_hint() -> str:
