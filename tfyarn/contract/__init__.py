@@ -9,7 +9,9 @@ gRPC contract in ``proto/`` (generated code in ``tfyarn._proto``):
 - :mod:`~tfyarn.contract.heartbeat`: heartbeat interval and timeout;
 - :mod:`~tfyarn.contract.clusterspec`: the ClusterSpec's wire layout;
 - :mod:`~tfyarn.contract.channel`: the mutual-TLS channel to the master, where
-  gRPC errors become tfyarn exceptions.
+  gRPC errors become tfyarn exceptions;
+- :mod:`~tfyarn.contract.noise`: which stderr lines are TensorFlow's start-up
+  chatter (kept out of diagnostics and of ``tfyarn data`` output).
 
 ``am/`` imports only this package, ``tfyarn.spec``, ``tfyarn.errors`` and the
 generated protos from ``tfyarn``.

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import os
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from tfyarn.contract.noise import is_startup_noise
 
 # Read when TensorFlow loads (later, inside a command): its C++ INFO start-up
 # lines (cpu_feature_guard, oneDNN) would be most of a data command's output.
 # A user's own setting wins.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+# How long the filter may take to pass on what a command wrote last.
+_DRAIN_S = 5.0
 
 _EPILOG = """\
 examples:
@@ -98,6 +106,46 @@ def add_commands(subparsers: Any) -> None:
     p.set_defaults(func=_count)
 
 
+@contextlib.contextmanager
+def _startup_lines_dropped() -> Iterator[None]:
+    """Pass everything written to stderr (fd 2) through but TensorFlow's
+    start-up lines: on CPUs where oneDNN is on, its notice is logged before
+    absl reads TF_CPP_MIN_LOG_LEVEL, so the setting above cannot stop it."""
+    sys.stderr.flush()
+    original = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def pump() -> None:
+        with os.fdopen(read_end, "rb") as pipe:
+            for line in pipe:
+                if not is_startup_noise(line.decode(errors="replace")):
+                    view = memoryview(line)
+                    while view:
+                        view = view[os.write(original, view) :]
+
+    thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(original, 2)  # closes the pipe's write end: the pump sees EOF
+        thread.join(_DRAIN_S)
+        os.close(original)
+
+
+def _quiet(command: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        with _startup_lines_dropped():
+            return command(args)
+
+    return run
+
+
+@_quiet
 def _put(args: argparse.Namespace) -> int:
     from tfyarn.data import fs as _fs
     from tfyarn.data import writers
@@ -115,6 +163,7 @@ def _put(args: argparse.Namespace) -> int:
     return 0
 
 
+@_quiet
 def _make_example(args: argparse.Namespace) -> int:
     from tfyarn.data import example
     from tfyarn.data import fs as _fs
@@ -138,6 +187,7 @@ def _make_example(args: argparse.Namespace) -> int:
     return 0
 
 
+@_quiet
 def _ls(args: argparse.Namespace) -> int:
     from tfyarn.data import fs as _fs
 
@@ -157,6 +207,7 @@ def _ls(args: argparse.Namespace) -> int:
     return 0
 
 
+@_quiet
 def _count(args: argparse.Namespace) -> int:
     from tfyarn.data import fs as _fs
     from tfyarn.data import sharding, tfrecord

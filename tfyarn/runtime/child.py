@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tfyarn.contract.noise import is_startup_noise
 from tfyarn.runtime import prelude
-from tfyarn.runtime.noise import is_startup_noise
 
 log = logging.getLogger("tfyarn.runtime")
 

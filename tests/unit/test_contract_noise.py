@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tfyarn.contract.noise import is_startup_noise
 from tfyarn.runtime import child as _child
-from tfyarn.runtime.noise import is_startup_noise
 
 # What tensorflow-cpu 2.21 printed here before a script's own error.
 TF_STARTUP = [

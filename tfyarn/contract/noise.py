@@ -1,4 +1,4 @@
-"""TensorFlow's start-up chatter, kept out of failure diagnostics.
+"""TensorFlow's start-up chatter, kept out of failure diagnostics and CLI output.
 
 Every TensorFlow process prints a few lines on stderr before it does anything
 (absl's pre-init warning, ``cpu_feature_guard``, oneDNN notices, gRPC server
