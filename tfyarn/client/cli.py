@@ -51,6 +51,7 @@ examples:
   tfyarn submit --num_worker 2 train.py --epochs 3
   tfyarn submit --num_ps 1 --num_worker 2 --legacy_flags tf1_train.py
   tfyarn submit --dry_run --num_ps 1 --num_worker 2 --worker_memory 1g train.py
+  tfyarn submit --python_env auto --num_worker 2 train.py   # ship this venv
 """
 
 

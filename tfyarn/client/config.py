@@ -167,6 +167,7 @@ def to_spec(
         files=tuple(config["files"]),
         hdfs_namenodes=tuple(config["hdfs_namenodes"]),
         python=config["python"],
+        python_env=config["python_env"],
         legacy_flags=config["legacy_flags"],
         # "tensorflow,numpy" from the command line is two modules.
         preimport=tuple(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tfyarn.client import config, preflight
+from tfyarn.client import config, preflight, pyenv
 from tfyarn.client.connection import login_as, opened, yarn_errors
 from tfyarn.client.follow import follow
 from tfyarn.spec import JobSpec
@@ -64,6 +65,8 @@ def check(
     """
     cfg = config.load(config_file, options)
     spec = config.to_spec(script, tuple(args), cfg).validate()
+    if spec.python_env:
+        pyenv.parse(spec.python_env)  # exists and is a kind tfyarn can ship
     if cluster:
         login = config.client_options(cfg).login
         with login_as(login), opened(client) as yarn:
@@ -88,8 +91,14 @@ def check_cluster(yarn: Any, spec: JobSpec) -> None:
     with yarn_errors():
         nodes = node_resources(yarn)
     spec.check_fits(nodes)
+    pyenv.choose(
+        python_env=spec.python_env,
+        python=spec.python,
+        node_hosts=[node.rsplit(":", 1)[0] for node in nodes],
+    )
     preflight.check_queue(yarn, spec.queue)
-    preflight.check_remote_files([spec.script, *spec.files])
+    remote_env = [spec.python_env] if "://" in spec.python_env else []
+    preflight.check_remote_files([spec.script, *spec.files, *remote_env])
 
 
 def node_resources(yarn: Any) -> dict[str, tuple[int, int, int]]:
@@ -180,6 +189,16 @@ def submit(
 
 
 def submit_spec(yarn: Any, spec: JobSpec) -> str:
-    """Submit a validated job on an open client; its application id."""
+    """Submit a validated job on an open client; its application id.
+
+    With ``python_env``, the environment's archives are packed and uploaded
+    first unless the HDFS cache has them (:func:`tfyarn.client.pyenv.ship`).
+    """
+    interpreter = pyenv.ship(spec.python_env, say=_say) if spec.python_env else None
     with yarn_errors():
-        return str(yarn.submit(spec.to_skein()))
+        return str(yarn.submit(spec.to_skein(interpreter=interpreter)))
+
+
+def _say(message: str) -> None:
+    # Packing a big environment takes minutes: say what is going on.
+    print(f"tfyarn: {message}", file=sys.stderr, flush=True)
