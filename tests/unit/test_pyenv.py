@@ -253,10 +253,23 @@ def test_choose_refuses_other_hosts_naming_the_option() -> None:
     assert "--python_env auto" in str(info.value)
     assert "node1.example.invalid" in str(info.value)
     # Either option says where Python comes from.
-    choose(python_env="auto", python=sys.executable, node_hosts=["node1.example.invalid"])
+    choose(
+        python_env="auto", python=sys.executable, node_hosts=["node1.example.invalid"]
+    )
     choose(python_env="", python="/opt/py/bin/python", node_hosts=["n.example.invalid"])
 
 
 def test_choose_refuses_both() -> None:
     with pytest.raises(SpecError, match="not both"):
         choose(python_env="auto", python="/opt/py/bin/python", node_hosts=[])
+
+
+def test_master_exit_127_names_the_shipped_environment() -> None:
+    from tfyarn.client import jobs
+
+    diag = "Application driver failed with exit code 127, see logs for more information."
+    (line,) = jobs.explain(diag, host="node1.example", python_env="auto")
+    assert "--python_env auto cannot run on node node1.example" in line
+    assert "--task master" in line
+    (plain,) = jobs.explain(diag, host="node1.example", python="/opt/py")
+    assert "/opt/py (--python) was not found" in plain

@@ -105,6 +105,19 @@ def test_missing_base_interpreter_is_named_at_start(
         tar.addfile(info, io.BytesIO(cfg))
     code, out, _ = _submit("--python_env", str(archive), *SMALL, PROBE)
     assert code == 1, out[-3000:]
-    assert "/opt/tfyarn-no-such-python/bin/python3.11" in out, out[-3000:]
-    assert "cannot run the shipped Python" in out
-    assert re.search(r"node node\d\.", out), out[-3000:]
+    # The master is first to run it: skein reports its exit code, the client
+    # says what 127 means for a shipped environment and where the line is.
+    assert "exit code 127" in out, out[-3000:]
+    assert "the Python shipped with --python_env" in out, out[-3000:]
+    app_id = APP_ID.search(out)
+    assert app_id
+    deadline = time.monotonic() + 120  # log aggregation takes a few seconds
+    while True:
+        logs = run_cli("logs", app_id.group(1), "--task", "master", timeout=300)
+        text = logs.stdout + logs.stderr
+        if "cannot run the shipped Python" in text or time.monotonic() > deadline:
+            break
+        time.sleep(5)
+    assert "/opt/tfyarn-no-such-python/bin/python3.11" in text, text[-3000:]
+    assert "cannot run the shipped Python" in text
+    assert re.search(r"node node\d\.", text), text[-3000:]
