@@ -239,35 +239,36 @@ def test_pack_files_zip(tmp_path: Path) -> None:
 def test_choose_local_nodes_keep_the_client_python() -> None:
     import socket
 
-    choose(python_env="", python=sys.executable, node_hosts=["localhost", "127.0.0.1"])
-    choose(python_env="", python="", node_hosts=[socket.gethostname()])
+    choose(python_env="", python_given=False, node_hosts=["localhost", "127.0.0.1"])
+    choose(python_env="", python_given=False, node_hosts=[socket.gethostname()])
 
 
 def test_choose_refuses_other_hosts_naming_the_option() -> None:
     with pytest.raises(SpecError) as info:
         choose(
             python_env="",
-            python=sys.executable,
+            python_given=False,
             node_hosts=["node1.example.invalid", "node2.example.invalid"],
         )
     assert "--python_env auto" in str(info.value)
     assert "node1.example.invalid" in str(info.value)
     # Either option says where Python comes from.
-    choose(
-        python_env="auto", python=sys.executable, node_hosts=["node1.example.invalid"]
-    )
-    choose(python_env="", python="/opt/py/bin/python", node_hosts=["n.example.invalid"])
+    choose(python_env="auto", python_given=False, node_hosts=["n1.example.invalid"])
+    # --python, even this client's own interpreter, is the user's word.
+    choose(python_env="", python_given=True, node_hosts=["n.example.invalid"])
 
 
 def test_choose_refuses_both() -> None:
     with pytest.raises(SpecError, match="not both"):
-        choose(python_env="auto", python="/opt/py/bin/python", node_hosts=[])
+        choose(python_env="auto", python_given=True, node_hosts=[])
 
 
 def test_master_exit_127_names_the_shipped_environment() -> None:
     from tfyarn.client import jobs
 
-    diag = "Application driver failed with exit code 127, see logs for more information."
+    diag = (
+        "Application driver failed with exit code 127, see logs for more information."
+    )
     (line,) = jobs.explain(diag, host="node1.example", python_env="auto")
     assert "--python_env auto cannot run on node node1.example" in line
     assert "--task master" in line

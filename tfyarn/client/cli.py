@@ -280,7 +280,7 @@ def _submit(ns: argparse.Namespace) -> int:
         )
 
     with connection.login_as(own.login), connection.connect() as yarn:
-        submission.check_cluster(yarn, spec)
+        submission.check_cluster(yarn, spec, python_given=own.python_given)
         app_id = submission.submit_spec(yarn, spec)
         submitted(app_id)
         if own.detach:
@@ -317,7 +317,7 @@ def _nodes(yarn: Any) -> dict[str, tuple[int, int, int]]:
 def _dry_run(spec: JobSpec, own: config.ClientOptions) -> int:
     try:
         with connection.login_as(own.login), connection.connect() as yarn:
-            submission.check_cluster(yarn, spec)
+            submission.check_cluster(yarn, spec, python_given=own.python_given)
         fits = "every task fits on the cluster's largest node"
     except ClusterError as exc:
         fits = f"cluster resources NOT checked ({exc})"

@@ -202,6 +202,10 @@ class ClientOptions:
     # Kerberos credentials: the client's alone, never in the job's TFYARN_JOB.
     principal: str = ""
     keytab: str = ""
+    # Whether `python` was set by a source other than the shipped defaults:
+    # an explicit interpreter counts as the user's word on every node, even
+    # this client's own (pyenv.choose).
+    python_given: bool = False
 
     @property
     def login(self) -> Login:
@@ -217,6 +221,7 @@ def client_options(config: Mapping[str, Any]) -> ClientOptions:
         poll_interval=float(config["poll_interval"]),
         principal=config["principal"],
         keytab=str(Path(keytab).expanduser().absolute()) if keytab else "",
+        python_given=bool(config["python"]),
     )
 
 

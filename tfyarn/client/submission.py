@@ -70,15 +70,19 @@ def check(
     if cluster:
         login = config.client_options(cfg).login
         with login_as(login), opened(client) as yarn:
-            check_cluster(yarn, spec)
+            check_cluster(yarn, spec, python_given=bool(cfg["python"]))
     return spec
 
 
-def check_cluster(yarn: Any, spec: JobSpec) -> None:
+def check_cluster(
+    yarn: Any, spec: JobSpec, *, python_given: bool | None = None
+) -> None:
     """What YARN would refuse about a validated job, asked on an open client.
 
     Every task fits on the largest running node, the queue exists, runs and
-    is a leaf, and every ``hdfs://`` file exists: the checks of a real
+    is a leaf, every ``hdfs://`` file exists, and the nodes can have the
+    job's Python (``python_given``: ``--python`` was set, even to this
+    client's interpreter; default: it differs from it): the checks of a real
     submit and of ``--dry_run`` alike.
 
     Raises
@@ -91,9 +95,11 @@ def check_cluster(yarn: Any, spec: JobSpec) -> None:
     with yarn_errors():
         nodes = node_resources(yarn)
     spec.check_fits(nodes)
+    if python_given is None:
+        python_given = spec.python != sys.executable
     pyenv.choose(
         python_env=spec.python_env,
-        python=spec.python,
+        python_given=python_given,
         node_hosts=[node.rsplit(":", 1)[0] for node in nodes],
     )
     preflight.check_queue(yarn, spec.queue)

@@ -31,7 +31,7 @@ from tfyarn.errors import SpecError
 __all__ = ["EnvSource", "choose", "parse", "ship"]
 
 
-def choose(*, python_env: str, python: str, node_hosts: Iterable[str]) -> None:
+def choose(*, python_env: str, python_given: bool, node_hosts: Iterable[str]) -> None:
     """Refuse, before submission, a job whose nodes may not have its Python.
 
     Without ``--python_env`` and ``--python`` the tasks run this client's
@@ -45,7 +45,6 @@ def choose(*, python_env: str, python: str, node_hosts: Iterable[str]) -> None:
     SpecError
         Both options given, or neither on a cluster with other hosts.
     """
-    python_given = bool(python) and python != sys.executable
     if python_env and python_given:
         raise SpecError(
             "give either --python (an interpreter every node has) or "
