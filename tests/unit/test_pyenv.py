@@ -274,3 +274,16 @@ def test_master_exit_127_names_the_shipped_environment() -> None:
     assert "--task master" in line
     (plain,) = jobs.explain(diag, host="node1.example", python="/opt/py")
     assert "/opt/py (--python) was not found" in plain
+
+
+def test_prune_keeps_the_newest_of_a_label(tmp_path: Path) -> None:
+    for i, name in enumerate(["layer-a-1.zip", "layer-a-2.zip", "layer-a-3.zip"]):
+        (tmp_path / name).write_bytes(b"")
+        os.utime(tmp_path / name, (i, i))
+    (tmp_path / "layer-b-1.zip").write_bytes(b"")
+    pack.prune(tmp_path / "layer-a-3.zip")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "layer-a-2.zip",
+        "layer-a-3.zip",
+        "layer-b-1.zip",
+    ]

@@ -175,6 +175,7 @@ def _cached(
         tell(f"packing {what} (once for this content) ...")
         began = time.monotonic()
         pack.atomically(local, write)
+        pack.prune(local)
         tell(
             f"packed {local} ({local.stat().st_size / 2**20:.0f} MiB) in {time.monotonic() - began:.0f} s"
         )

@@ -51,6 +51,25 @@ def atomically(target: Path, write: Callable[[str], None]) -> Path:
     return target
 
 
+def prune(newest: Path, keep: int = 2) -> None:
+    """Delete older local archives of the same environment or layer.
+
+    Local archives only serve uploads (HDFS keeps every name, since a running
+    job may still localize it); the newest ``keep`` of one label stay.
+    """
+    label = newest.name.rsplit("-", 1)[0]
+    same = [
+        p
+        for p in newest.parent.iterdir()
+        if p.is_file()
+        and p.name.rsplit("-", 1)[0] == label
+        and not p.name.startswith(".tmp-")
+    ]
+    same.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in same[keep:]:
+        old.unlink(missing_ok=True)
+
+
 def environment(
     kind: str, prefix: str, output: str, *, excluded: Iterable[str]
 ) -> None:
