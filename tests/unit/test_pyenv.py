@@ -287,3 +287,19 @@ def test_prune_keeps_the_newest_of_a_label(tmp_path: Path) -> None:
         "layer-a-3.zip",
         "layer-b-1.zip",
     ]
+
+
+def test_level_zero_packs_plain_tar(tmp_path: Path) -> None:
+    prefix = _venv(tmp_path / "env")
+    out = tmp_path / f"env{pack.tar_suffix(0)}"
+    pack.environment("venv", str(prefix), str(out), excluded=(), level=0)
+    with open(out, "rb") as f:
+        assert f.read(2) != b"\x1f\x8b"  # not gzip
+    with tarfile.open(out) as tar:
+        assert "pyvenv.cfg" in tar.getnames()
+    src = tmp_path / "m.py"
+    src.write_text("x = 1\n")
+    for name in ("layer.tar", "layer.zip"):
+        pack.files([(str(src), "m.py")], str(tmp_path / name), level=0)
+    with zipfile.ZipFile(tmp_path / "layer.zip") as z:
+        assert z.getinfo("m.py").compress_type == zipfile.ZIP_STORED

@@ -281,7 +281,9 @@ def _submit(ns: argparse.Namespace) -> int:
 
     with connection.login_as(own.login), connection.connect() as yarn:
         submission.check_cluster(yarn, spec, python_given=own.python_given)
-        app_id = submission.submit_spec(yarn, spec)
+        app_id = submission.submit_spec(
+            yarn, spec, compression=own.python_env_compression
+        )
         submitted(app_id)
         if own.detach:
             return 0

@@ -206,6 +206,8 @@ class ClientOptions:
     # an explicit interpreter counts as the user's word on every node, even
     # this client's own (pyenv.choose).
     python_given: bool = False
+    # gzip level of packed --python_env archives (0: a plain tar).
+    python_env_compression: int = 1
 
     @property
     def login(self) -> Login:
@@ -222,6 +224,7 @@ def client_options(config: Mapping[str, Any]) -> ClientOptions:
         principal=config["principal"],
         keytab=str(Path(keytab).expanduser().absolute()) if keytab else "",
         python_given=bool(config["python"]),
+        python_env_compression=int(config["python_env_compression"]),
     )
 
 

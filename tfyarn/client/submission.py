@@ -186,7 +186,7 @@ def submit(
     poll_interval = own.poll_interval
     with login_as(own.login), opened(client) as yarn:
         spec = check(script, args=args, config_file=config_file, client=yarn, **options)
-        app_id = submit_spec(yarn, spec)
+        app_id = submit_spec(yarn, spec, compression=own.python_env_compression)
         if wait:
             follow(
                 yarn, app_id, on_event=on_event, spec=spec, poll_interval=poll_interval
@@ -194,13 +194,17 @@ def submit(
     return app_id
 
 
-def submit_spec(yarn: Any, spec: JobSpec) -> str:
+def submit_spec(yarn: Any, spec: JobSpec, *, compression: int = 1) -> str:
     """Submit a validated job on an open client; its application id.
 
     With ``python_env``, the environment's archives are packed and uploaded
     first unless the HDFS cache has them (:func:`tfyarn.client.pyenv.ship`).
     """
-    interpreter = pyenv.ship(spec.python_env, say=_say) if spec.python_env else None
+    interpreter = (
+        pyenv.ship(spec.python_env, say=_say, level=compression)
+        if spec.python_env
+        else None
+    )
     with yarn_errors():
         return str(yarn.submit(spec.to_skein(interpreter=interpreter)))
 

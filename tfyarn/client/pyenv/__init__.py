@@ -81,12 +81,15 @@ def _this_machine(host: str) -> bool:
     )
 
 
-def ship(value: str, *, say: Callable[[str], None] | None = None) -> Interpreter:
+def ship(
+    value: str, *, say: Callable[[str], None] | None = None, level: int = 1
+) -> Interpreter:
     """Make every archive of ``--python_env value`` available on HDFS.
 
     A cached environment costs its key (metadata, milliseconds) and one HDFS
     lookup per archive; otherwise it is packed (minutes for a TensorFlow
-    environment), kept in the local cache and uploaded once.
+    environment) with gzip ``level`` (``python_env_compression``; 0: plain
+    tar), kept in the local cache and uploaded once.
 
     Raises
     ------
@@ -103,7 +106,8 @@ def ship(value: str, *, say: Callable[[str], None] | None = None) -> Interpreter
         )
     if source.kind == "archive":
         suffix = _suffix(source.location)
-        name = f"{_label(source.location, suffix)}-{key.local_file(source.location)}{suffix}"
+        digest = key.local_file(source.location)
+        name = f"{_label(source.location, suffix)}-{digest}{suffix}"
         url = cache.url_of(name)
         if not cache.has(name):  # uploaded as it is: no copy into the local cache
             began = time.monotonic()
@@ -117,55 +121,53 @@ def ship(value: str, *, say: Callable[[str], None] | None = None) -> Interpreter
         base_python=source.base_python(),
         excluded=outside.excluded,
     )
-    label = _env_label(source.location)
-    files = {
-        ENV_DIR: Archive(
-            url=_cached(
-                f"{source.kind}-{label}-{env_key}.tar.gz",
-                lambda out: pack.environment(
-                    source.kind, source.location, out, excluded=outside.excluded
-                ),
-                ".tar.gz",
-                tell,
-                f"{source.kind} {source.location}",
-            )
-        )
-    }
+    tag = _level_tag(level)
+    name = f"{source.kind}-{_env_label(source.location)}-{env_key}{tag}"
+    url = _cached(
+        name + pack.tar_suffix(level),
+        lambda out: pack.environment(
+            source.kind, source.location, out, excluded=outside.excluded, level=level
+        ),
+        tell,
+        f"{source.kind} {source.location}",
+    )
+    files = {ENV_DIR: Archive(url=url)}
     names = []
     for i, layer in enumerate(outside.layers, start=1):
-        name = f"{ENV_DIR}-{i}"
-        files[name] = Archive(url=_layer(layer, tell))
-        names.append(name)
+        layer_name = f"{ENV_DIR}-{i}"
+        files[layer_name] = Archive(url=_layer(layer, tell, level))
+        names.append(layer_name)
     return Interpreter(files=files, pythonpath=tuple(names), origin=source.given)
 
 
-def _layer(layer: layers.Layer, tell: Callable[[str], None]) -> str:
+def _level_tag(level: int) -> str:
+    # The default level's names carry no tag; others are other archives.
+    return "" if level == 1 else f"-z{level}"
+
+
+def _layer(layer: layers.Layer, tell: Callable[[str], None], level: int) -> str:
     label = Path(layer.path).name.lstrip(".") or "code"
     if layer.kind == "site":
         entries = None
-        layer_key, suffix = key.site_dir(layer.path), ".tar.gz"
+        layer_key, suffix = key.site_dir(layer.path), pack.tar_suffix(level)
     else:
         entries = layers.layer_files(layer)
         layer_key, suffix = key.files(entries), ".zip"
 
     def write(out: str) -> None:
-        pack.files(entries if entries is not None else layers.layer_files(layer), out)
+        chosen = entries if entries is not None else layers.layer_files(layer)
+        pack.files(chosen, out, level=level)
 
     return _cached(
-        f"layer-{label}-{layer_key}{suffix}",
+        f"layer-{label}-{layer_key}{_level_tag(level)}{suffix}",
         write,
-        suffix,
         tell,
         f"{layer.kind} {layer.path}",
     )
 
 
 def _cached(
-    name: str,
-    write: Callable[[str], None],
-    suffix: str,
-    tell: Callable[[str], None],
-    what: str,
+    name: str, write: Callable[[str], None], tell: Callable[[str], None], what: str
 ) -> str:
     """The HDFS URL of archive ``name``, packed and uploaded if not there yet."""
     if cache.has(name):
@@ -176,9 +178,8 @@ def _cached(
         began = time.monotonic()
         pack.atomically(local, write)
         pack.prune(local)
-        tell(
-            f"packed {local} ({local.stat().st_size / 2**20:.0f} MiB) in {time.monotonic() - began:.0f} s"
-        )
+        size = local.stat().st_size / 2**20
+        tell(f"packed {local} ({size:.0f} MiB) in {time.monotonic() - began:.0f} s")
     began = time.monotonic()
     url = cache.upload(str(local), name)
     tell(f"uploaded {url} in {time.monotonic() - began:.0f} s")

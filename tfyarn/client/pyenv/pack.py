@@ -26,9 +26,10 @@ from unittest import mock
 
 from tfyarn.errors import SpecError
 
-# gzip level 1: a TensorFlow environment shrinks 3.5x at level 1 and barely
-# more at higher levels, which cost several times the CPU (measured: README).
-COMPRESS_LEVEL = 1
+
+def tar_suffix(level: int) -> str:
+    """gzip ``level`` (client option python_env_compression): 0 is a plain tar."""
+    return ".tar" if level == 0 else ".tar.gz"
 
 
 def cache_dir() -> Path:
@@ -71,10 +72,11 @@ def prune(newest: Path, keep: int = 2) -> None:
 
 
 def environment(
-    kind: str, prefix: str, output: str, *, excluded: Iterable[str]
+    kind: str, prefix: str, output: str, *, excluded: Iterable[str], level: int = 1
 ) -> None:
     """Pack a venv (venv-pack2) or conda environment (conda-pack) to ``output``."""
     filters = [("exclude", rel) for rel in excluded]
+    fmt = tar_suffix(level).lstrip(".")
     if kind == "conda":
         import conda_pack
 
@@ -82,9 +84,9 @@ def environment(
             conda_pack.pack(
                 prefix=prefix,
                 output=output,
-                format="tar.gz",
+                format=fmt,
                 force=True,
-                compress_level=COMPRESS_LEVEL,
+                compress_level=level,
                 filters=filters,
                 ignore_editable_packages=True,
             )
@@ -103,9 +105,7 @@ def environment(
             env: Any = venv_pack.Env(prefix)
         for _, pattern in filters:
             env = env.exclude(pattern)
-        env.pack(
-            output=output, format="tar.gz", force=True, compress_level=COMPRESS_LEVEL
-        )
+        env.pack(output=output, format=fmt, force=True, compress_level=level)
     except venv_pack.VenvPackException as exc:
         raise SpecError(
             f"--python_env: venv-pack cannot pack {prefix}: {exc}"
@@ -124,15 +124,16 @@ def _editables_allowed() -> Any:
         yield
 
 
-def files(entries: list[tuple[str, str]], output: str) -> None:
-    """An archive of ``(source, name)`` entries: zip, or tar.gz by suffix."""
+def files(entries: list[tuple[str, str]], output: str, *, level: int = 1) -> None:
+    """An archive of ``(source, name)`` entries: .zip, .tar or .tar.gz by suffix."""
     if output.endswith(".zip"):
-        with zipfile.ZipFile(
-            output, "w", zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL
-        ) as z:
+        method = zipfile.ZIP_DEFLATED if level else zipfile.ZIP_STORED
+        with zipfile.ZipFile(output, "w", method, compresslevel=level or None) as z:
             for source, name in entries:
                 z.write(source, name)
         return
-    with tarfile.open(output, "w:gz", compresslevel=COMPRESS_LEVEL) as tar:
+    mode = "w:gz" if output.endswith(".gz") else "w"
+    extra = {"compresslevel": level} if mode == "w:gz" else {}
+    with tarfile.open(output, mode, **extra) as tar:  # type: ignore[call-overload]
         for source, name in entries:
             tar.add(source, name, recursive=False)
