@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from tfyarn import _options, _surface
-from tfyarn._launch import Interpreter
+from tfyarn._launch import ENV_DIR, Interpreter
 from tfyarn.contract import env as _env
 from tfyarn.errors import SpecError
 
@@ -324,6 +324,12 @@ class JobSpec:
 
                 check_script(self.script, self.python)
         names = [self.script_name, *(PurePosixPath(f).name for f in self.files)]
+        taken = [n for n in names if n == ENV_DIR or n.startswith(f"{ENV_DIR}-")]
+        if self.python_env and taken:
+            raise SpecError(
+                f"shipped file name(s) {taken} are where the environment of "
+                "--python_env is unpacked (env, env-1, ...); rename them"
+            )
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise SpecError(f"two shipped files share the name {dupes}; rename one")

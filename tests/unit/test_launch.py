@@ -83,3 +83,17 @@ def test_to_skein_ships_the_environment_to_master_and_tasks(tmp_path: Path) -> N
     assert plain.services["worker"].script.startswith(f"exec {spec.python} ")
     assert "env" not in plain.services["worker"].files
     assert os.path.basename(spec.python)
+
+
+def test_a_shipped_file_may_not_take_the_environments_name(tmp_path: Path) -> None:
+    import pytest
+
+    from tfyarn.errors import SpecError
+
+    script = tmp_path / "train.py"
+    script.write_text("")
+    clash = tmp_path / "env-1"
+    clash.write_text("")
+    with pytest.raises(SpecError, match="rename them"):
+        JobSpec(script=str(script), files=(str(clash),), python_env="auto").validate()
+    JobSpec(script=str(script), files=(str(clash),)).validate()  # no env: fine
