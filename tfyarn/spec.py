@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from tfyarn import _options, _surface
+from tfyarn._launch import ENV_DIR, Interpreter
 from tfyarn.contract import env as _env
 from tfyarn.errors import SpecError
 
@@ -185,6 +186,10 @@ class JobSpec:
     hdfs_namenodes: tuple[str, ...] = field(default_factory=_default("hdfs_namenodes"))
     # The interpreter tasks and the master run with; empty: this interpreter.
     python: str = field(default_factory=_default("python"))
+    # The Python environment shipped with the job (tfyarn/client/pyenv/):
+    # "auto", a virtualenv or conda directory, an archive or an hdfs:// archive;
+    # empty: none (the local cluster's default; see pyenv.choose).
+    python_env: str = field(default_factory=_default("python_env"))
     # Append --ps_hosts/--worker_hosts/--job_name/--task_index to the script's args.
     legacy_flags: bool = field(default_factory=_default("legacy_flags"))
     # Modules the script's interpreter imports while the cluster forms (see
@@ -237,6 +242,7 @@ class JobSpec:
         object.__setattr__(self, "preimport", tuple(self.preimport))
         object.__setattr__(self, "tensorboard", _logdir(self.tensorboard))
         object.__setattr__(self, "python", self.python or sys.executable)
+        object.__setattr__(self, "python_env", str(self.python_env or "").strip())
         for module in self.preimport:
             if not is_module_name(module):
                 none = (
@@ -318,6 +324,12 @@ class JobSpec:
 
                 check_script(self.script, self.python)
         names = [self.script_name, *(PurePosixPath(f).name for f in self.files)]
+        taken = [n for n in names if n == ENV_DIR or n.startswith(f"{ENV_DIR}-")]
+        if self.python_env and taken:
+            raise SpecError(
+                f"shipped file name(s) {taken} are where the environment of "
+                "--python_env is unpacked (env, env-1, ...); rename them"
+            )
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise SpecError(f"two shipped files share the name {dupes}; rename one")
@@ -415,20 +427,26 @@ class JobSpec:
 
     # -- compilation ------------------------------------------------------------
 
-    def to_skein(self, *, am_source: str | None = None) -> Any:
+    def to_skein(
+        self, *, am_source: str | None = None, interpreter: Interpreter | None = None
+    ) -> Any:
         """Compile to a ``skein.ApplicationSpec``.
 
         The master runs ``python -m am`` next to skein's Java AM; each role is a
         skein service with no instances, which the master fills itself with
         ``add_container`` (giving each container its task index). Services allow
         failures and never restart on their own: the master decides.
+        ``interpreter``: the shipped Python environment (``--python_env``,
+        prepared by the client); default ``self.python`` on every node.
         """
         import skein
 
         from tfyarn._paths import am_dir
 
+        python = interpreter or Interpreter.local(self.python)
         spec_env = {_env.JOB: self.to_env()}
         task_files = {self.script_name: _file_source(self.script)}
+        task_files.update(python.skein_files())
         for f in self.files:
             task_files[PurePosixPath(f).name] = _file_source(f)
         services = {}
@@ -442,7 +460,7 @@ class JobSpec:
                 resources=skein.Resources(memory=memory, vcores=vcores, gpus=gpus),
                 files=task_files,
                 env={**self.env, **spec_env, _env.ROLE: role.value},
-                script=f"exec {shlex.quote(self.python)} -u -m tfyarn.runtime",
+                script=python.command("tfyarn.runtime"),
                 allow_failures=True,
                 max_restarts=0,
             )
@@ -452,9 +470,9 @@ class JobSpec:
         am_archive = skein.File(source=am_source or _zip_dir(am_dir()), type="archive")
         master = skein.Master(
             resources=skein.Resources(memory=self.am_memory_mib, vcores=self.am_vcores),
-            files={"am": am_archive},
+            files={"am": am_archive, **python.skein_files()},
             env={**self.env, **spec_env},
-            script=f"exec {shlex.quote(self.python)} -u -m am",
+            script=python.command("am"),
         )
         return skein.ApplicationSpec(
             name=self.name,

@@ -89,7 +89,9 @@ class FakeYarn:
     def get_nodes(self, states: Any = None) -> list[Any]:
         return [
             SimpleNamespace(
-                id=f"node{i}",
+                # Nodes on this machine, as the local cluster's: the client's
+                # own interpreter is a valid default there (pyenv.choose).
+                id=f"localhost:{45450 + i}",
                 total_resources=SimpleNamespace(memory=m, vcores=v, gpus=g),
             )
             for i, (m, v, g) in enumerate(self.nodes)

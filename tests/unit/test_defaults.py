@@ -95,7 +95,13 @@ def test_every_job_option_is_a_jobspec_field_and_client_options_are_not() -> Non
     fields = {f.name for f in dataclasses.fields(JobSpec)}
     role_keys = {k for role in ROLES for k in config.role_keys(role)}
     client = set(_options.client_keys())
-    assert client == {"detach", "poll_interval", "principal", "keytab"}
+    assert client == {
+        "detach",
+        "poll_interval",
+        "principal",
+        "keytab",
+        "python_env_compression",
+    }
     for key in _options.schema():
         if key in client:
             assert key not in fields, key

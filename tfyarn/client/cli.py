@@ -52,6 +52,7 @@ examples:
   tfyarn submit --num_worker 2 train.py --epochs 3
   tfyarn submit --num_ps 1 --num_worker 2 --legacy_flags tf1_train.py
   tfyarn submit --dry_run --num_ps 1 --num_worker 2 --worker_memory 1g train.py
+  tfyarn submit --python_env auto --num_worker 2 train.py   # ship this venv
 """
 
 
@@ -280,8 +281,10 @@ def _submit(ns: argparse.Namespace) -> int:
         )
 
     with connection.login_as(own.login), connection.connect() as yarn:
-        submission.check_cluster(yarn, spec)
-        app_id = submission.submit_spec(yarn, spec)
+        submission.check_cluster(yarn, spec, python_given=own.python_given)
+        app_id = submission.submit_spec(
+            yarn, spec, compression=own.python_env_compression
+        )
         submitted(app_id)
         if own.detach:
             return 0
@@ -317,7 +320,7 @@ def _nodes(yarn: Any) -> dict[str, tuple[int, int, int]]:
 def _dry_run(spec: JobSpec, own: config.ClientOptions) -> int:
     try:
         with connection.login_as(own.login), connection.connect() as yarn:
-            submission.check_cluster(yarn, spec)
+            submission.check_cluster(yarn, spec, python_given=own.python_given)
         fits = "every task fits on the cluster's largest node"
     except ClusterError as exc:
         fits = f"cluster resources NOT checked ({exc})"

@@ -167,6 +167,7 @@ def to_spec(
         files=tuple(config["files"]),
         hdfs_namenodes=tuple(config["hdfs_namenodes"]),
         python=config["python"],
+        python_env=config["python_env"],
         legacy_flags=config["legacy_flags"],
         # "tensorflow,numpy" from the command line is two modules.
         preimport=tuple(
@@ -201,6 +202,12 @@ class ClientOptions:
     # Kerberos credentials: the client's alone, never in the job's TFYARN_JOB.
     principal: str = ""
     keytab: str = ""
+    # Whether `python` was set by a source other than the shipped defaults:
+    # an explicit interpreter counts as the user's word on every node, even
+    # this client's own (pyenv.choose).
+    python_given: bool = False
+    # gzip level of packed --python_env archives (0: a plain tar).
+    python_env_compression: int = 1
 
     @property
     def login(self) -> Login:
@@ -216,6 +223,8 @@ def client_options(config: Mapping[str, Any]) -> ClientOptions:
         poll_interval=float(config["poll_interval"]),
         principal=config["principal"],
         keytab=str(Path(keytab).expanduser().absolute()) if keytab else "",
+        python_given=bool(config["python"]),
+        python_env_compression=int(config["python_env_compression"]),
     )
 
 

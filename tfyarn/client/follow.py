@@ -132,7 +132,11 @@ def follow(
                 last_state = state
             if state in DONE:
                 python = spec.python if spec else None
-                return finish(status_from_report(report, None, python=python), say)
+                shipped = spec.python_env if spec else ""
+                status = status_from_report(
+                    report, None, python=python, python_env=shipped
+                )
+                return finish(status, say)
             waited = time.monotonic() - start
             if state == "RUNNING":
                 if app is None:

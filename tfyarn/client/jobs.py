@@ -327,20 +327,28 @@ def read_summary(app: Any) -> JobSummary | None:
 
 
 def status_from_report(
-    report: Any, master: MasterStatus | None, *, python: str | None = None
+    report: Any,
+    master: MasterStatus | None,
+    *,
+    python: str | None = None,
+    python_env: str = "",
 ) -> JobStatus:
     """A :class:`JobStatus` from a ``skein.ApplicationReport``.
 
     ``python``: the job's interpreter (``--python``), when known, to name it
-    if the master's command was not found.
+    if the master's command was not found; ``python_env``: the shipped
+    environment instead.
     """
-    return JobStatus(**_fields(report, python=python), master=master)
+    fields = _fields(report, python=python, python_env=python_env)
+    return JobStatus(**fields, master=master)
 
 
-def _fields(report: Any, *, python: str | None = None) -> dict[str, Any]:
+def _fields(
+    report: Any, *, python: str | None = None, python_env: str = ""
+) -> dict[str, Any]:
     diagnostics = str(report.diagnostics or "")
     host = str(getattr(report, "host", "") or "")
-    meaning = explain(diagnostics, host=host, python=python)
+    meaning = explain(diagnostics, host=host, python=python, python_env=python_env)
     if meaning:
         diagnostics = "\n".join([diagnostics.rstrip(), *meaning])
     return {
@@ -361,7 +369,11 @@ def _fields(report: Any, *, python: str | None = None) -> dict[str, Any]:
 
 
 def explain(
-    diagnostics: str, *, host: str = "", python: str | None = None
+    diagnostics: str,
+    *,
+    host: str = "",
+    python: str | None = None,
+    python_env: str = "",
 ) -> list[str]:
     """``meaning: ...`` lines for what YARN's diagnostics say only as numbers.
 
@@ -378,7 +390,14 @@ def explain(
     interpreter = f"{python} (--python)" if python else "given by --python"
     m = _MASTER_EXIT.search(diagnostics)
     code = int(m.group(1)) if m else None
-    if code == 127:
+    if code == 127 and python_env:
+        lines.append(
+            "the application master could not start: the Python shipped with "
+            f"--python_env {python_env} cannot run{where} (a virtualenv's base "
+            "interpreter missing there, or no bin/python in the archive); the "
+            "master's log (tfyarn logs APP_ID --task master) names what is missing"
+        )
+    elif code == 127:
         lines.append(
             f"the application master could not start: the interpreter "
             f"{interpreter} was not found{where}; give --python the path of a "

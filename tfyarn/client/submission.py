@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tfyarn.client import config, preflight
+from tfyarn.client import config, preflight, pyenv
 from tfyarn.client.connection import last_login, login_as, opened, yarn_errors
 from tfyarn.client.follow import follow
 from tfyarn.client.keytab import ship_keytab
@@ -65,18 +66,24 @@ def check(
     """
     cfg = config.load(config_file, options)
     spec = config.to_spec(script, tuple(args), cfg).validate()
+    if spec.python_env:
+        pyenv.parse(spec.python_env)  # exists and is a kind tfyarn can ship
     if cluster:
         login = config.client_options(cfg).login
         with login_as(login), opened(client) as yarn:
-            check_cluster(yarn, spec)
+            check_cluster(yarn, spec, python_given=bool(cfg["python"]))
     return spec
 
 
-def check_cluster(yarn: Any, spec: JobSpec) -> None:
+def check_cluster(
+    yarn: Any, spec: JobSpec, *, python_given: bool | None = None
+) -> None:
     """What YARN would refuse about a validated job, asked on an open client.
 
     Every task fits on the largest running node, the queue exists, runs and
-    is a leaf, and every ``hdfs://`` file exists: the checks of a real
+    is a leaf, every ``hdfs://`` file exists, and the nodes can have the
+    job's Python (``python_given``: ``--python`` was set, even to this
+    client's interpreter; default: it differs from it): the checks of a real
     submit and of ``--dry_run`` alike.
 
     Raises
@@ -89,8 +96,16 @@ def check_cluster(yarn: Any, spec: JobSpec) -> None:
     with yarn_errors():
         nodes = node_resources(yarn)
     spec.check_fits(nodes)
+    if python_given is None:
+        python_given = spec.python != sys.executable
+    pyenv.choose(
+        python_env=spec.python_env,
+        python_given=python_given,
+        node_hosts=[node.rsplit(":", 1)[0] for node in nodes],
+    )
     preflight.check_queue(yarn, spec.queue)
-    preflight.check_remote_files([spec.script, *spec.files])
+    remote_env = [spec.python_env] if "://" in spec.python_env else []
+    preflight.check_remote_files([spec.script, *spec.files, *remote_env])
 
 
 def node_resources(yarn: Any) -> dict[str, tuple[int, int, int]]:
@@ -172,7 +187,7 @@ def submit(
     poll_interval = own.poll_interval
     with login_as(own.login), opened(client) as yarn:
         spec = check(script, args=args, config_file=config_file, client=yarn, **options)
-        app_id = submit_spec(yarn, spec)
+        app_id = submit_spec(yarn, spec, compression=own.python_env_compression)
         if wait:
             follow(
                 yarn, app_id, on_event=on_event, spec=spec, poll_interval=poll_interval
@@ -180,14 +195,26 @@ def submit(
     return app_id
 
 
-def submit_spec(yarn: Any, spec: JobSpec) -> str:
+def submit_spec(yarn: Any, spec: JobSpec, *, compression: int = 1) -> str:
     """Submit a validated job on an open client; its application id.
 
+    With ``python_env``, the environment's archives are packed and uploaded
+    first unless the HDFS cache has them (:func:`tfyarn.client.pyenv.ship`).
     A keytab login on a secure cluster ships the keytab to the master
     (:func:`tfyarn.client.keytab.ship_keytab`), which keeps the job's HDFS
     tokens fresh with it.
     """
-    app_spec = spec.to_skein()
+    interpreter = (
+        pyenv.ship(spec.python_env, say=_say, level=compression)
+        if spec.python_env
+        else None
+    )
+    app_spec = spec.to_skein(interpreter=interpreter)
     ship_keytab(app_spec, last_login())
     with yarn_errors():
         return str(yarn.submit(app_spec))
+
+
+def _say(message: str) -> None:
+    # Packing a big environment takes minutes: say what is going on.
+    print(f"tfyarn: {message}", file=sys.stderr, flush=True)

@@ -267,6 +267,7 @@ def create(lay: Layout) -> None:
         ip("link", "add", lay.bridge, "type", "bridge")
         ip("addr", "add", f"{lay.master_address}/{prefix}", "dev", lay.bridge)
     ip("link", "set", lay.bridge, "up")
+    allow_bridged(lay.bridge, True)
     have = existing_netns()
     for h in lay.hosts:
         if h.netns not in have:
@@ -320,7 +321,41 @@ def destroy(lay: Layout) -> list[str]:
     if link_exists(lay.bridge):
         ip("link", "del", lay.bridge, check=False)
         removed.append(lay.bridge)
+    allow_bridged(lay.bridge, False)
     return removed
+
+
+def allow_bridged(bridge: str, allow: bool) -> None:
+    """Let host-to-host packets cross the bridge even if FORWARD drops them.
+
+    With br_netfilter loaded (Docker loads it and sets the FORWARD policy to
+    DROP), frames between two ports of a bridge go through iptables' FORWARD
+    chain, and DataNodes or TensorFlow servers on two hosts could not reach
+    each other (measured: connect timeouts node2 -> node1). One ACCEPT rule
+    for traffic in and out of this bridge only; none when iptables is absent.
+    """
+    if shutil.which("iptables") is None:
+        return
+    rule = ["FORWARD", "-i", bridge, "-o", bridge, "-j", "ACCEPT"]
+    if allow and _iptables("-C", *rule) != 0:
+        _iptables("-I", *rule)
+    for _ in range(10 if not allow else 0):  # every copy a start may have added
+        if _iptables("-C", *rule) != 0:
+            break
+        _iptables("-D", *rule)
+
+
+def _iptables(*args: str) -> int:
+    try:
+        done = subprocess.run(
+            ["iptables", "-w", "5", *args],
+            capture_output=True,
+            timeout=IP_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return 1
+    return done.returncode
 
 
 def save_layout(base_dir: Path, lay: Layout) -> None:

@@ -44,7 +44,9 @@ _SHELL: dict[int, str] = {
     126: "the command was found but is not executable (permission denied, or "
     "not a program for this machine)",
     127: "the command was not found on the node: a wrong interpreter path "
-    "(--python) or a program missing from the node's PATH",
+    "(--python), a program missing from the node's PATH, or a shipped "
+    "environment (--python_env) whose base interpreter the node lacks (its "
+    "log names it)",
 }
 
 _SIGNALS: dict[int, str] = {

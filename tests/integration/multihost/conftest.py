@@ -10,7 +10,7 @@ The fixture is package-scoped and named ``local_cluster``: it replaces the
 parent directory's autouse fixture for these tests, and puts this cluster's
 environment into ``os.environ`` only while they run. Containers on these hosts
 do not find the client's interpreter on PATH: jobs pass ``--python`` with the
-venv's absolute path (until ``--python_env`` ships an environment).
+venv's absolute path, or ship it with ``--python_env`` (test_python_env.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,99 @@
+"""The container's launch command, run by a real shell in a fake container dir."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tfyarn._launch import MISSING_PYTHON_EXIT, Archive, Interpreter
+from tfyarn.spec import JobSpec
+
+
+def _run(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "NM_HOST": "node7.example"}
+    return subprocess.run(
+        ["bash", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _shipped(layers: tuple[str, ...] = ()) -> Interpreter:
+    return Interpreter(
+        files={"env": Archive(url="hdfs:///e.tar.gz")},
+        pythonpath=layers,
+        origin="auto",
+    )
+
+
+def test_runs_the_shipped_python_with_layers(tmp_path: Path) -> None:
+    (tmp_path / "env" / "bin").mkdir(parents=True)
+    (tmp_path / "env" / "bin" / "python").symlink_to(sys.executable)
+    (tmp_path / "env-1").mkdir()
+    (tmp_path / "env-1" / "probe.py").write_text(
+        "import sys; print(sys.executable); print(__file__)\n"
+    )
+    done = _run(_shipped(("env-1",)).command("probe"), tmp_path)
+    assert done.returncode == 0, done.stderr
+    executable, module = done.stdout.split()
+    assert executable == str(tmp_path / "env" / "bin" / "python")
+    assert module == str(tmp_path / "env-1" / "probe.py")
+
+
+def test_names_the_node_and_the_missing_base_interpreter(tmp_path: Path) -> None:
+    (tmp_path / "env" / "bin").mkdir(parents=True)
+    (tmp_path / "env" / "bin" / "python").symlink_to("python3")
+    (tmp_path / "env" / "bin" / "python3").symlink_to("/opt/missing/bin/python3.11")
+    done = _run(_shipped().command("tfyarn.runtime"), tmp_path)
+    assert done.returncode == MISSING_PYTHON_EXIT
+    assert "node7.example" in done.stderr
+    assert "/opt/missing/bin/python3.11" in done.stderr
+    assert "(auto)" in done.stderr
+
+
+def test_names_an_archive_without_python(tmp_path: Path) -> None:
+    (tmp_path / "env").mkdir()
+    done = _run(_shipped().command("am"), tmp_path)
+    assert done.returncode == MISSING_PYTHON_EXIT
+    assert "node7.example" in done.stderr and "has no bin/python" in done.stderr
+
+
+def test_to_skein_ships_the_environment_to_master_and_tasks(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("")
+    spec = JobSpec(script=str(script), tasks={"worker": {"count": 1}})
+    app = spec.to_skein(am_source=str(script), interpreter=_shipped(("env-1",)))
+    worker = app.services["worker"]
+    for files, command in [
+        (worker.files, worker.script),
+        (app.master.files, app.master.script),
+    ]:
+        assert files["env"].source == "hdfs:///e.tar.gz"
+        assert files["env"].type == "archive"
+        assert files["env"].visibility == "private"
+        assert 'exec "$py" -u -m' in command and "env-1" in command
+    # Without one: the job's interpreter, as before.
+    plain = spec.to_skein(am_source=str(script))
+    assert plain.services["worker"].script.startswith(f"exec {spec.python} ")
+    assert "env" not in plain.services["worker"].files
+    assert os.path.basename(spec.python)
+
+
+def test_a_shipped_file_may_not_take_the_environments_name(tmp_path: Path) -> None:
+    import pytest
+
+    from tfyarn.errors import SpecError
+
+    script = tmp_path / "train.py"
+    script.write_text("")
+    clash = tmp_path / "env-1"
+    clash.write_text("")
+    with pytest.raises(SpecError, match="rename them"):
+        JobSpec(script=str(script), files=(str(clash),), python_env="auto").validate()
+    JobSpec(script=str(script), files=(str(clash),)).validate()  # no env: fine
