@@ -12,3 +12,5 @@ ATTEMPT = "TFYARN_ATTEMPT"  # which launch of this task (0 first)
 MASTER_ADDRESS = "TFYARN_MASTER_ADDRESS"  # host:port of the master's gRPC service
 RESTART = "TFYARN_RESTART"  # how many times the whole cluster was restarted
 PORT = "TFYARN_PORT"  # a port to reuse (a replaced task keeps its address when it can)
+# The script's hdfs:// plugin for TensorFlow (a library path; tfyarn/hdfs.py).
+HDFS_PLUGIN = "TFYARN_HDFS_PLUGIN"

@@ -178,7 +178,10 @@ unsafe extern "C" fn delete_recursively(
     *undeleted_dirs = 0;
     let done = run(status, || {
         let uri = uri_arg(path)?;
-        stat_of(&uri)?;
+        if !stat_of(&uri)?.isdir {
+            // As on local disk: a recursive delete is for directories.
+            return Err(TfError::new(Code::FailedPrecondition, format!("cannot delete {uri} recursively: not a directory")));
+        }
         let client = client_for(&uri)?;
         if block_on("delete", &uri, client.delete(&uri.path, true))? {
             Ok(())
