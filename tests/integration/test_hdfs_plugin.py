@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,6 +18,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 from _hdfs import hdfs_dir
@@ -248,3 +250,37 @@ def test_killed_writer_leaves_no_complete_looking_checkpoint(base: str) -> None:
     manager.save(checkpoint_number=saved + 1)
     assert time.monotonic() - start < 60
     assert tf.train.latest_checkpoint(ckpt).endswith(f"ckpt-{saved + 1}")
+
+
+def test_viewfs_mount_table(base: str, tmp_path, monkeypatch) -> None:
+    """viewfs:// through a mount table in HADOOP_CONF_DIR, as hdfs-native reads it."""
+    from xml.etree import ElementTree
+
+    from tfyarn.data.fs.locate import default_fs
+
+    target = base + "/viewfs-target"
+    tf.io.gfile.makedirs(target)
+    with tf.io.gfile.GFile(target + "/hello.txt", "w") as f:
+        f.write("through the mount table")
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    src = os.environ["HADOOP_CONF_DIR"]
+    for name in ("core-site.xml", "hdfs-site.xml"):
+        shutil.copy(os.path.join(src, name), conf / name)
+    nn = default_fs()
+    assert nn is not None
+    tree = ElementTree.parse(conf / "core-site.xml")
+    table = "fs.viewfs.mounttable.tfyarntest."
+    # hdfs-native (so the plugin and tfyarn.data) needs a fallback link.
+    for key, value in [
+        ("link./data", nn.rstrip("/") + urlparse(target).path),
+        ("linkFallback", nn),
+    ]:
+        prop = ElementTree.SubElement(tree.getroot(), "property")
+        ElementTree.SubElement(prop, "name").text = table + key
+        ElementTree.SubElement(prop, "value").text = value
+    tree.write(conf / "core-site.xml")
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf))
+    assert tf.io.gfile.listdir("viewfs://tfyarntest/data") == ["hello.txt"]
+    with tf.io.gfile.GFile("viewfs://tfyarntest/data/hello.txt") as f:
+        assert f.read() == "through the mount table"
