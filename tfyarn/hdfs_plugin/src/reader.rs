@@ -145,6 +145,10 @@ impl Reader {
     }
 
     fn next_packet(&self, p: &mut Prefetch) -> TfResult<Bytes> {
+        // Usually the stream is ahead: take a packet without entering the runtime.
+        if let Ok(item) = p.rx.try_recv() {
+            return item.map_err(|e| map_error("read", &self.uri.to_string(), &e));
+        }
         let limit = timeout();
         let got = runtime().block_on(async { tokio::time::timeout(limit, p.rx.recv()).await });
         match got {
