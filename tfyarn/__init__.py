@@ -12,6 +12,7 @@ from tfyarn.errors import (
     SpecError,
     TfyarnError,
 )
+from tfyarn.hdfs import enable as enable_hdfs
 from tfyarn.progress import report_progress
 from tfyarn.spec import JobSpec, Role, TaskGroup
 

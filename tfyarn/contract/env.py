@@ -17,3 +17,5 @@ PORT = "TFYARN_PORT"  # a port to reuse (a replaced task keeps its address when 
 # and the principal in this variable (am/tokens.py).
 KEYTAB_FILE = "tfyarn.keytab"
 KEYTAB_PRINCIPAL = "TFYARN_KEYTAB_PRINCIPAL"
+# The script's hdfs:// plugin for TensorFlow (a library path; tfyarn/hdfs.py).
+HDFS_PLUGIN = "TFYARN_HDFS_PLUGIN"

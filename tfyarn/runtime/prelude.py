@@ -18,6 +18,7 @@ interpreter, where tfyarn may not be importable).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,6 +31,10 @@ from tfyarn.runtime.context import TaskContext
 # Alone in its directory, so that directory (sys.path[0] until the bootstrap
 # puts the script's there) holds nothing that could shadow a module.
 BOOTSTRAP = Path(__file__).parent / "_bootstrap" / "preload.py"
+
+# Its sitecustomize registers the hdfs:// plugin when the script imports
+# TensorFlow (both starts run it: Python reads PYTHONPATH at start-up).
+SITE = Path(__file__).parent / "_site"
 
 
 def spawn_env(base_env: Mapping[str, str], port: int) -> dict[str, str]:
@@ -48,7 +53,26 @@ def spawn_env(base_env: Mapping[str, str], port: int) -> dict[str, str]:
             _env.PORT: str(port),
         }
     )
+    env.update(hdfs_plugin_env(env))
     return env
+
+
+def hdfs_plugin_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``hdfs://`` in TensorFlow from the script's first line, when the plugin
+    is installed (tfyarn/hdfs.py); a user's own ``TFYARN_HDFS_PLUGIN`` wins,
+    an empty one turns it off."""
+    from tfyarn import hdfs
+
+    if _env.HDFS_PLUGIN in env:
+        plugin = env[_env.HDFS_PLUGIN]
+    elif hdfs.LIBRARY.is_file():
+        plugin = str(hdfs.LIBRARY)
+    else:
+        return {}
+    if not plugin:
+        return {}
+    path = [str(SITE), *filter(None, [env.get("PYTHONPATH")])]
+    return {_env.HDFS_PLUGIN: plugin, "PYTHONPATH": os.pathsep.join(path)}
 
 
 def formed_env(

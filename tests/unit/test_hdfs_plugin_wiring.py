@@ -1,0 +1,74 @@
+"""How a task's script gets the hdfs:// plugin (no Hadoop, no plugin build needed).
+
+The sitecustomize must register the plugin when the script imports
+TensorFlow, not before (scripts that never import it pay nothing), and must
+still run the environment's own sitecustomize.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tfyarn import hdfs
+from tfyarn.contract import env as _env
+from tfyarn.runtime import prelude
+
+
+def test_spawn_env_points_the_script_at_the_plugin(monkeypatch, tmp_path) -> None:
+    lib = tmp_path / "libtfyarn_hdfs.so"
+    lib.write_bytes(b"")
+    monkeypatch.setattr(hdfs, "LIBRARY", lib)
+    env = prelude.spawn_env({"PYTHONPATH": "/user/lib"}, 1234)
+    assert env[_env.HDFS_PLUGIN] == str(lib)
+    assert env["PYTHONPATH"] == os.pathsep.join([str(prelude.SITE), "/user/lib"])
+    # An empty TFYARN_HDFS_PLUGIN in the job's environment turns it off.
+    off = prelude.spawn_env({_env.HDFS_PLUGIN: ""}, 1234)
+    assert "PYTHONPATH" not in off
+    monkeypatch.setattr(hdfs, "LIBRARY", tmp_path / "absent.so")
+    assert _env.HDFS_PLUGIN not in prelude.spawn_env({}, 1234)
+
+
+def test_sitecustomize_registers_after_the_import_and_chains(tmp_path: Path) -> None:
+    # A fake "tensorflow" records the registration; the user's own
+    # sitecustomize must still run.
+    fake = tmp_path / "fake"
+    (fake / "tensorflow" / "experimental").mkdir(parents=True)
+    (fake / "tensorflow" / "__init__.py").write_text(
+        "from tensorflow import experimental\n"
+    )
+    (fake / "tensorflow" / "experimental" / "__init__.py").write_text(
+        "registered = []\n"
+        "def register_filesystem_plugin(path):\n"
+        "    registered.append(path)\n"
+    )
+    (fake / "sitecustomize.py").write_text("import builtins\nbuiltins.USER_SITE = 1\n")
+    plugin = tmp_path / "libtfyarn_hdfs.so"
+    plugin.write_bytes(b"")
+    script = textwrap.dedent(
+        """
+        import builtins, sys
+        assert builtins.USER_SITE == 1, "the user's sitecustomize did not run"
+        assert "tensorflow" not in sys.modules
+        import tensorflow
+        print(tensorflow.experimental.registered)
+        print(any(p.endswith("_site") for p in sys.path))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": os.pathsep.join([str(prelude.SITE), str(fake)]),
+            _env.HDFS_PLUGIN: str(plugin),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [f"['{plugin}']", "False"]

@@ -1,0 +1,148 @@
+//! One hdfs-native client per NameNode (or name service, or ViewFS cluster),
+//! one tokio runtime for all of them, and a deadline on every call.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::ToSocketAddrs;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use hdfs_native::{Client, ClientBuilder, HdfsError};
+use tokio::runtime::Runtime;
+
+use crate::errors::{map_error, TfError, TfResult};
+use crate::ffi::Code;
+use crate::uri::Uri;
+
+/// Seconds a call may take (`TFYARN_HDFS_TIMEOUT`, as tfyarn.data reads it).
+const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
+
+/// hdfs-native retries a refused NameNode with back-off for minutes by default
+/// (measured by tfyarn.data: still waiting after 120 s): a mistyped address
+/// should fail in seconds. Same values as tfyarn/data/fs/hdfs.py.
+const CLIENT_DEFAULTS: [(&str, &str); 3] = [
+    ("dfs.client.failover.max.attempts", "2"),
+    ("dfs.client.failover.sleep.base.millis", "200"),
+    ("dfs.client.failover.sleep.max.millis", "1000"),
+];
+
+pub fn runtime() -> &'static Runtime {
+    static RT: OnceLock<Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("tfyarn-hdfs")
+            .enable_all()
+            .build()
+            .expect("cannot start the HDFS plugin's I/O threads")
+    })
+}
+
+pub fn timeout() -> Duration {
+    static T: OnceLock<Duration> = OnceLock::new();
+    *T.get_or_init(|| {
+        let secs = std::env::var("TFYARN_HDFS_TIMEOUT")
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| *s > 0.0)
+            .unwrap_or(DEFAULT_TIMEOUT_SECS);
+        Duration::from_secs_f64(secs)
+    })
+}
+
+/// Run `fut` on the plugin's runtime, giving up after the deadline. The
+/// future is dropped at the deadline, so nothing stays blocked behind it.
+pub fn block_on<T>(op: &str, uri: &Uri, fut: impl Future<Output = Result<T, HdfsError>>) -> TfResult<T> {
+    let limit = timeout();
+    match runtime().block_on(async { tokio::time::timeout(limit, fut).await }) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(map_error(op, &uri.to_string(), &e)),
+        Err(_) => Err(TfError::new(
+            Code::DeadlineExceeded,
+            format!(
+                "HDFS {op} of {uri} did not answer within {:.0} s: the NameNode for {} is unreachable or overloaded. Check the address and that HDFS is running (`tfyarn cluster status` for the local cluster); raise TFYARN_HDFS_TIMEOUT for a slow cluster.",
+                limit.as_secs_f64(),
+                if uri.authority.is_empty() { "fs.defaultFS".to_string() } else { uri.prefix() },
+            ),
+        )),
+    }
+}
+
+type Key = (String, String, String);
+
+/// The client for `uri`'s scheme and authority (cached with the config dir,
+/// so `hdfs:///` follows a changed HADOOP_CONF_DIR as tfyarn.data does).
+pub fn client_for(uri: &Uri) -> TfResult<Arc<Client>> {
+    static CLIENTS: OnceLock<Mutex<HashMap<Key, Arc<Client>>>> = OnceLock::new();
+    let conf_dir = std::env::var("HADOOP_CONF_DIR").unwrap_or_default();
+    let key = (uri.scheme.clone(), uri.authority.clone(), conf_dir);
+    let mut cache = CLIENTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = cache.get(&key) {
+        return Ok(Arc::clone(c));
+    }
+    let url = token_url(uri);
+    let _guard = runtime().enter();
+    let client = ClientBuilder::new()
+        .with_url(url.clone())
+        .with_config(CLIENT_DEFAULTS)
+        .with_io_runtime(runtime().handle().clone())
+        .build()
+        .map_err(|e| {
+            TfError::new(
+                Code::FailedPrecondition,
+                format!(
+                    "cannot set up an HDFS client for {url} (for {uri}): {e}. Check HADOOP_CONF_DIR (core-site.xml fs.defaultFS, hdfs-site.xml) or put the NameNode in the URL (hdfs://host:port/path)."
+                ),
+            )
+        })?;
+    let client = Arc::new(client);
+    cache.insert(key, Arc::clone(&client));
+    Ok(client)
+}
+
+/// In a YARN container, the NameNode named the way its delegation token is.
+///
+/// hdfs-native finds a token only by the exact service `ip:port` Hadoop gave
+/// it, so `hdfs://nn.example.com:8020` (or a fs.defaultFS spelled so) finds
+/// none (FIELD_NOTES, Kerberos). Same rule as `tfyarn.data.fs.hdfs.token_url`:
+/// only with `HADOOP_TOKEN_FILE_LOCATION` set, only `hdfs://host:port`.
+pub fn token_url(uri: &Uri) -> String {
+    let plain = if uri.authority.is_empty() { format!("{}:///", uri.scheme) } else { uri.prefix() };
+    if std::env::var_os("HADOOP_TOKEN_FILE_LOCATION").is_none() || uri.scheme != "hdfs" {
+        return plain;
+    }
+    let authority = if uri.authority.is_empty() {
+        match default_fs().and_then(|d| Uri::parse(&d)) {
+            Some(d) if d.scheme == "hdfs" => d.authority,
+            _ => return plain,
+        }
+    } else {
+        uri.authority.clone()
+    };
+    let Some((host, port)) = authority.rsplit_once(':') else { return plain };
+    if port.parse::<u16>().is_err() {
+        return plain;
+    }
+    match (host, port.parse::<u16>().unwrap()).to_socket_addrs().ok().and_then(|mut a| a.find(|x| x.is_ipv4())) {
+        Some(addr) => format!("hdfs://{}:{}", addr.ip(), port),
+        None => plain,
+    }
+}
+
+/// `fs.defaultFS` from `$HADOOP_CONF_DIR/core-site.xml` (or `$HADOOP_HOME/etc/hadoop`).
+fn default_fs() -> Option<String> {
+    let dir = std::env::var("HADOOP_CONF_DIR")
+        .ok()
+        .or_else(|| std::env::var("HADOOP_HOME").ok().map(|h| format!("{h}/etc/hadoop")))?;
+    let text = std::fs::read_to_string(format!("{dir}/core-site.xml")).ok()?;
+    let doc = roxmltree::Document::parse(&text).ok()?;
+    for prop in doc.descendants().filter(|n| n.has_tag_name("property")) {
+        let field = |name: &str| {
+            prop.children().find(|c| c.has_tag_name(name)).and_then(|c| c.text()).map(|t| t.trim().to_string())
+        };
+        if field("name").as_deref() == Some("fs.defaultFS") {
+            return field("value").filter(|v| !v.is_empty());
+        }
+    }
+    None
+}
