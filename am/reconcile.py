@@ -22,9 +22,10 @@ from am.launcher import PENDING_STATES
 from am.model import KILL_MARGIN, Task, stop_event
 from am.policy import Failure
 from tfyarn.contract import env as _env
+from tfyarn.contract.exit_codes import MEANING, exit_codes, explain_diagnostics
 from tfyarn.contract.heartbeat import heartbeat_interval, heartbeat_timeout
 from tfyarn.contract.status import Phase, TaskState
-from tfyarn.spec import ROLES
+from tfyarn.spec import ROLES, JobSpec, Role
 
 if TYPE_CHECKING:
     from am.state import JobState
@@ -310,11 +311,15 @@ class Reconciler:
             return
         message = info.exit_message.strip() or "no message from YARN"
         state.mark(task, TaskState.LOST, f"container {info.state}: {message}")
+        meaning = "".join(
+            f"\n{MEANING}{line}"
+            for line in container_end_meaning(state.spec, task.role, message)
+        )
         state.on_failure(
             task,
             f"{task.key} ({task.where()}) was lost: its container ended "
             f"{info.state} without the task reporting an exit code "
-            f"(YARN: {message})",
+            f"(YARN: {message}){meaning}",
             Failure.LOST,
         )
 
@@ -487,3 +492,25 @@ class Reconciler:
         if phase is not Phase.KILLED or self._shutdown_killed:
             await launcher.shutdown(phase.value, diagnostics)
         return phase, diagnostics
+
+
+def container_end_meaning(spec: JobSpec, role: Role, diagnostics: str) -> list[str]:
+    """What YARN's words about a container that ended unreported mean.
+
+    A container refused by the NodeManager (Docker: untrusted image, network,
+    user, image not found) never starts the runtime, so YARN's diagnostics are
+    all there is; they say it in exit codes and container-executor's terms.
+    """
+    lines = explain_diagnostics(diagnostics)
+    image = spec.docker_image_of(role)
+    if image and 127 in exit_codes(diagnostics):
+        lines.insert(
+            0,
+            f"{role.value} tasks run in Docker image {image} with the "
+            f"interpreter {spec.docker_python} (--docker_python), which was not "
+            "found: build the image with `tfyarn image build`, or give "
+            "--docker_python the image's Python with tfyarn installed (or the "
+            "NodeManager ignored the image: its container executor must be the "
+            "LinuxContainerExecutor with the docker runtime)",
+        )
+    return lines

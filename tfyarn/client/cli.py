@@ -25,6 +25,7 @@ from tfyarn.client import (
     kerberos,
     livelogs,
     narrator,
+    request_view,
     submission,
     tasklogs,
 )
@@ -143,6 +144,9 @@ def _add_submit(subparsers: Any) -> None:
             "resources per task",
             textwrap.fill(f"memory: {UNITS_HELP}.", 78),
         ),
+        "docker": p.add_argument_group(
+            "Docker (YARN's Docker runtime; see README: Docker and GPUs)"
+        ),
         "job": p.add_argument_group("job"),
     }
     for key, rule in config.schema().items():
@@ -152,6 +156,8 @@ def _add_submit(subparsers: Any) -> None:
             if key.startswith("num_")
             else "resources"
             if key.rsplit("_", 1)[-1] in ("memory", "vcores", "gpus")
+            else "docker"
+            if "docker" in key
             else "job"
         ]
         flag = f"--{key}"
@@ -171,6 +177,7 @@ def _add_submit(subparsers: Any) -> None:
                     "preimport": "MODULE",
                     "retry_exit_codes": "CODE",
                     "hdfs_namenodes": "URL",
+                    "docker_mount": "SRC:DST[:ro|rw]",
                 }.get(key, "PATH"),
                 default=None,
                 help=helptext + " Repeatable or comma-separated.",
@@ -186,7 +193,7 @@ def _add_submit(subparsers: Any) -> None:
                 )
         else:
             metavar = {"int": "N", "number": "SECONDS", "memory": "MEM"}.get(
-                kind, "VALUE"
+                kind, "IMAGE" if key.endswith("docker_image") else "VALUE"
             )
             add_option(group, flag, metavar=metavar, default=None, help=helptext)
     p.add_argument("script", help="the Python program every task runs")
@@ -321,6 +328,8 @@ def _dry_run(spec: JobSpec, own: config.ClientOptions) -> int:
     except ClusterError as exc:
         fits = f"cluster resources NOT checked ({exc})"
     print(spec.to_yaml(), end="")
+    print()
+    print(request_view.render(spec, spec.to_skein()), end="")
     print(f"OK: the job is valid; {fits}. Nothing was submitted.")
     return 0
 
