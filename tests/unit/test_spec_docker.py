@@ -171,3 +171,19 @@ def test_dry_run_prints_each_roles_yarn_request(
     assert "(on the node itself)" in ps and "DOCKER" not in ps
     master = request[request.index("master:") : request.index("\nps:")]
     assert "-m am" in master and "DOCKER" not in master
+
+
+def test_the_examples_config_makes_per_role_images(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tfyarn.client import config
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    cfg = config.load(root / "examples" / "docker_per_role.yaml")
+    spec = config.to_spec("examples/ps_coordinator.py", (), cfg).validate()
+    assert spec.docker_image_of(Role.PS) == "registry.example.com/ml/tfyarn-cpu:2.21"
+    assert spec.docker_image_of(Role.CHIEF) == spec.docker_image_of(Role.PS)
+    assert spec.docker_image_of(Role.WORKER).endswith("tfyarn-gpu:2.21")
+    assert spec.group(Role.WORKER).gpus == 1
+    assert spec.docker_env(Role.WORKER)[docker.MOUNTS].startswith("/etc/hadoop/conf")
