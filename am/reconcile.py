@@ -18,6 +18,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from am import nodemanager
 from am.launcher import PENDING_STATES
 from am.model import KILL_MARGIN, Task, stop_event
 from am.policy import Failure
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 # a container ended, wait this long for that report before calling it lost.
 END_REPORT_GRACE = 3.0
 MIN_PASS_GAP = 0.05
+# How long a lost container's verdict may wait for its NodeManager's account
+# (am/nodemanager.py: two requests of at most HTTP_TIMEOUT each).
+ACCOUNT_WAIT = END_REPORT_GRACE + 2 * nodemanager.HTTP_TIMEOUT
 # After `tfyarn kill` stopped every task, how long the master waits for the
 # client's YARN kill before ending the application KILLED itself.
 STOPPED_LINGER = 30.0
@@ -55,6 +59,9 @@ class Reconciler:
         # The restart record being saved (one at a time, so the newest lands last).
         self._saving: asyncio.Task[None] | None = None
         self._kill_failures: dict[str, int] = {}  # container id: failed attempts
+        # The NodeManager's words on containers that ended unreported (skein
+        # drops YARN's diagnostics), asked for when the end is first seen.
+        self._accounts: dict[str, asyncio.Task[str]] = {}
         # Set when the client that stopped the job never came back to kill it.
         self._shutdown_killed = False
 
@@ -302,6 +309,10 @@ class Reconciler:
             return
         if task.container_ended_at is None:
             task.container_ended_at = now
+            if task.stop_requested_at is None and info.state == "FAILED":
+                self._accounts[info.id] = asyncio.create_task(
+                    nodemanager.account(info.node, info.yarn_container_id)
+                )
             return
         if now - task.container_ended_at < END_REPORT_GRACE:
             return
@@ -310,6 +321,15 @@ class Reconciler:
             state.mark(task, TaskState.KILLED, f"container {info.state}")
             return
         message = info.exit_message.strip() or "no message from YARN"
+        asked = self._accounts.get(info.id)
+        waited = now - task.container_ended_at
+        if asked is not None and not asked.done() and waited < ACCOUNT_WAIT:
+            return
+        self._accounts.pop(info.id, None)
+        if asked is not None and asked.done() and not asked.exception():
+            words = asked.result().strip()
+            if words:
+                message += "; the NodeManager: " + words.replace("\n", " | ")
         state.mark(task, TaskState.LOST, f"container {info.state}: {message}")
         meaning = "".join(
             f"\n{MEANING}{line}"
@@ -503,7 +523,8 @@ def container_end_meaning(spec: JobSpec, role: Role, diagnostics: str) -> list[s
     """
     lines = explain_diagnostics(diagnostics)
     image = spec.docker_image_of(role)
-    if image and 127 in exit_codes(diagnostics):
+    missing = f"{spec.docker_python}: No such file or directory" in diagnostics
+    if image and (127 in exit_codes(diagnostics) or missing):
         lines.insert(
             0,
             f"{role.value} tasks run in Docker image {image} with the "

@@ -47,10 +47,13 @@ def docker(
 
 
 def last_line(result: subprocess.CompletedProcess[str]) -> str:
-    lines = [
-        x for x in (result.stderr or result.stdout or "").splitlines() if x.strip()
-    ]
-    return lines[-1].strip() if lines else f"exit status {result.returncode}"
+    """Docker's error in one line: the daemon's answer if any, else the last line."""
+    text = result.stderr or result.stdout or ""
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    for line in lines:
+        if "Error response from daemon" in line:
+            return line
+    return lines[-1] if lines else f"exit status {result.returncode}"
 
 
 def image_exists(tag: str) -> bool:

@@ -258,14 +258,10 @@ def _environment_files(names: set[str]) -> Iterator[tuple[Path, PurePosixPath]]:
         (_paths.am_dir(), SITE / "tfyarn" / "_shipped" / "am"),
         (_paths.conf_dir(), SITE / "tfyarn" / "_shipped" / "conf"),
     ):
-        for source in sorted(top.rglob("*")):
-            rel = source.relative_to(top)
-            if (
-                source.is_file()
-                and "__pycache__" not in rel.parts
-                and rel.parts[0] != "_shipped"
-            ):
-                yield source, into / PurePosixPath(*rel.parts)
+        for path in sorted(top.rglob("*")):
+            parts = path.relative_to(top).parts
+            if path.is_file() and "__pycache__" not in parts and parts[0] != "_shipped":
+                yield path, into / PurePosixPath(*parts)
 
 
 def _parents_of(*paths: PurePosixPath) -> list[PurePosixPath]:
