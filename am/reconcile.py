@@ -123,6 +123,8 @@ class Reconciler:
                 log.warning(
                     "polling containers failed; using the last view", exc_info=True
                 )
+            if self._accounts:
+                await asyncio.sleep(0)  # let NodeManager accounts asked for finish
             for task in state.tasks.values():
                 self._watch_container(task, now)
             if not state.log_each:
@@ -311,7 +313,7 @@ class Reconciler:
             task.container_ended_at = now
             if task.stop_requested_at is None and info.state == "FAILED":
                 self._accounts[info.id] = asyncio.create_task(
-                    nodemanager.account(info.node, info.yarn_container_id)
+                    state.launcher.container_account(info)
                 )
             return
         if now - task.container_ended_at < END_REPORT_GRACE:
