@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from _fake_yarn import FakeYarn
 
 from tfyarn.cli import main
@@ -159,7 +160,10 @@ def test_dry_run_prints_each_roles_yarn_request(
     assert main([*argv, script]) == 0
     out = capsys.readouterr().out
     assert fake.submitted == []
-    request = out[out.index("YARN request") :]
+    # The request is YAML comments after the job's YAML, which still parses.
+    job = yaml.safe_load(out.split("OK: ")[0])
+    assert job["tasks"]["worker"]["docker_image"] == "local/gpu:1"
+    request = out[out.index("# YARN request") :].replace("\n# ", "\n")
     worker = request[request.index("\nworker:") :]
     head = "worker: 1 x 2048 MiB, 1 vcores, 1 yarn.io/gpu (in Docker image local/gpu:1)"
     assert head in worker

@@ -329,7 +329,9 @@ def _dry_run(spec: JobSpec, own: config.ClientOptions) -> int:
         fits = f"cluster resources NOT checked ({exc})"
     print(spec.to_yaml(), end="")
     print()
-    print(request_view.render(spec, spec.to_skein()), end="")
+    # As YAML comments: what precedes "OK:" stays the job's YAML, readable back.
+    for line in request_view.render(spec, spec.to_skein()).splitlines():
+        print(f"# {line}")
     print(f"OK: the job is valid; {fits}. Nothing was submitted.")
     return 0
 
