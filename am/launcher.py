@@ -74,6 +74,10 @@ class Launcher:
         """The outcome an earlier master attempt of this application decided, if any."""
         return None
 
+    async def container_account(self, info: ContainerInfo) -> str:
+        """YARN's own words on an ended container skein summarized ("" if none)."""
+        return ""
+
     async def save_restarts(self, record: dict[str, Any]) -> None:
         """Keep the job's restart record where a later master attempt finds it."""
 
@@ -114,6 +118,11 @@ class SkeinLauncher(Launcher):
 
     async def kill(self, container_id: str) -> None:
         await self._run(self._app.kill_container, container_id)
+
+    async def container_account(self, info: ContainerInfo) -> str:
+        from am import nodemanager
+
+        return await nodemanager.account(info.node, info.yarn_container_id)
 
     async def poll(self) -> dict[str, ContainerInfo]:
         containers = await self._run(

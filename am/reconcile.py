@@ -18,13 +18,15 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from am import nodemanager
 from am.launcher import PENDING_STATES
 from am.model import KILL_MARGIN, Task, stop_event
 from am.policy import Failure
 from tfyarn.contract import env as _env
+from tfyarn.contract.exit_codes import MEANING, exit_codes, explain_diagnostics
 from tfyarn.contract.heartbeat import heartbeat_interval, heartbeat_timeout
 from tfyarn.contract.status import Phase, TaskState
-from tfyarn.spec import ROLES
+from tfyarn.spec import ROLES, JobSpec, Role
 
 if TYPE_CHECKING:
     from am.state import JobState
@@ -35,6 +37,9 @@ log = logging.getLogger(__name__)
 # a container ended, wait this long for that report before calling it lost.
 END_REPORT_GRACE = 3.0
 MIN_PASS_GAP = 0.05
+# How long a lost container's verdict may wait for its NodeManager's account
+# (am/nodemanager.py: two requests of at most HTTP_TIMEOUT each).
+ACCOUNT_WAIT = END_REPORT_GRACE + 2 * nodemanager.HTTP_TIMEOUT
 # After `tfyarn kill` stopped every task, how long the master waits for the
 # client's YARN kill before ending the application KILLED itself.
 STOPPED_LINGER = 30.0
@@ -54,6 +59,9 @@ class Reconciler:
         # The restart record being saved (one at a time, so the newest lands last).
         self._saving: asyncio.Task[None] | None = None
         self._kill_failures: dict[str, int] = {}  # container id: failed attempts
+        # The NodeManager's words on containers that ended unreported (skein
+        # drops YARN's diagnostics), asked for when the end is first seen.
+        self._accounts: dict[str, asyncio.Task[str]] = {}
         # Set when the client that stopped the job never came back to kill it.
         self._shutdown_killed = False
 
@@ -115,6 +123,8 @@ class Reconciler:
                 log.warning(
                     "polling containers failed; using the last view", exc_info=True
                 )
+            if self._accounts:
+                await asyncio.sleep(0)  # let NodeManager accounts asked for finish
             for task in state.tasks.values():
                 self._watch_container(task, now)
             if not state.log_each:
@@ -301,6 +311,10 @@ class Reconciler:
             return
         if task.container_ended_at is None:
             task.container_ended_at = now
+            if task.stop_requested_at is None and info.state == "FAILED":
+                self._accounts[info.id] = asyncio.create_task(
+                    state.launcher.container_account(info)
+                )
             return
         if now - task.container_ended_at < END_REPORT_GRACE:
             return
@@ -309,12 +323,25 @@ class Reconciler:
             state.mark(task, TaskState.KILLED, f"container {info.state}")
             return
         message = info.exit_message.strip() or "no message from YARN"
+        asked = self._accounts.get(info.id)
+        waited = now - task.container_ended_at
+        if asked is not None and not asked.done() and waited < ACCOUNT_WAIT:
+            return
+        self._accounts.pop(info.id, None)
+        if asked is not None and asked.done() and not asked.exception():
+            words = asked.result().strip()
+            if words:
+                message += "; the NodeManager: " + words.replace("\n", " | ")
         state.mark(task, TaskState.LOST, f"container {info.state}: {message}")
+        meaning = "".join(
+            f"\n{MEANING}{line}"
+            for line in container_end_meaning(state.spec, task.role, message)
+        )
         state.on_failure(
             task,
             f"{task.key} ({task.where()}) was lost: its container ended "
             f"{info.state} without the task reporting an exit code "
-            f"(YARN: {message})",
+            f"(YARN: {message}){meaning}",
             Failure.LOST,
         )
 
@@ -487,3 +514,26 @@ class Reconciler:
         if phase is not Phase.KILLED or self._shutdown_killed:
             await launcher.shutdown(phase.value, diagnostics)
         return phase, diagnostics
+
+
+def container_end_meaning(spec: JobSpec, role: Role, diagnostics: str) -> list[str]:
+    """What YARN's words about a container that ended unreported mean.
+
+    A container refused by the NodeManager (Docker: untrusted image, network,
+    user, image not found) never starts the runtime, so YARN's diagnostics are
+    all there is; they say it in exit codes and container-executor's terms.
+    """
+    lines = explain_diagnostics(diagnostics)
+    image = spec.docker_image_of(role)
+    missing = f"{spec.docker_python}: No such file or directory" in diagnostics
+    if image and (127 in exit_codes(diagnostics) or missing):
+        lines.insert(
+            0,
+            f"{role.value} tasks run in Docker image {image} with the "
+            f"interpreter {spec.docker_python} (--docker_python), which was not "
+            "found: build the image with `tfyarn image build`, or give "
+            "--docker_python the image's Python with tfyarn installed (or the "
+            "NodeManager ignored the image: its container executor must be the "
+            "LinuxContainerExecutor with the docker runtime)",
+        )
+    return lines

@@ -26,6 +26,7 @@ _COMMAND_MODULES = (
     "tfyarn.client.cli",
     "tfyarn.cluster.cli",
     "tfyarn.data.cli",
+    "tfyarn.image.cli",
 )
 
 EXIT_ERROR = 1

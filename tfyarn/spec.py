@@ -32,6 +32,7 @@ import yaml
 
 from tfyarn import _options, _surface
 from tfyarn._launch import ENV_DIR, Interpreter
+from tfyarn.contract import docker as _docker
 from tfyarn.contract import env as _env
 from tfyarn.errors import SpecError
 
@@ -107,14 +108,17 @@ def _default_layout() -> dict[Role, TaskGroup]:
 
 
 # JobSpec fields whose option has another name.
-_OPTION_OF = {"am_memory_mib": "am_memory"}
+_OPTION_OF = {"am_memory_mib": "am_memory", "docker_mounts": "docker_mount"}
 # Per role, TaskGroup field -> option name pattern.
 _ROLE_OPTIONS = {
     "count": "num_{}",
     "memory_mib": "{}_memory",
     "vcores": "{}_vcores",
     "gpus": "{}_gpus",
+    "docker_image": "{}_docker_image",
 }
+# A role's docker_image that runs its tasks on the node despite docker_image.
+NO_DOCKER = "none"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,14 +129,19 @@ class TaskGroup:
     ``gpus`` asks for the countable ``yarn.io/gpu`` resource. A resource left
     ``None`` takes its role's shipped default (``ps_memory``, ...) once the
     group is part of a :class:`JobSpec`; every group of a JobSpec has all three.
+    ``docker_image`` is the role's own image (``""``: the job's
+    ``docker_image``; ``"none"``: on the node itself).
     """
 
     count: int = 0
     memory_mib: int | None = None
     vcores: int | None = None
     gpus: int | None = None
+    docker_image: str | None = None
 
     def __post_init__(self) -> None:
+        if self.docker_image is not None and not isinstance(self.docker_image, str):
+            raise SpecError(f"docker_image must be a string, got {self.docker_image!r}")
         for name in ("count", "memory_mib", "vcores", "gpus"):
             value = getattr(self, name)
             if value is None and name != "count":
@@ -150,7 +159,8 @@ class TaskGroup:
             value = getattr(self, name)
             if value is None:
                 value = _options.default(key)
-            _check_bounds(key, value)
+            if not isinstance(value, str):
+                _check_bounds(key, value)
             filled[name] = value
         return TaskGroup(**filled)
 
@@ -223,6 +233,14 @@ class JobSpec:
     worker_grace: float = field(default_factory=_default("worker_grace"))
     # SIGTERM to SIGKILL when the master stops a task.
     stop_grace: float = field(default_factory=_default("stop_grace"))
+    # YARN's Docker runtime (tfyarn/contract/docker.py): every task's image
+    # (a role's own in its TaskGroup), host paths mounted into it, the Docker
+    # runtime (nvidia), and the interpreter inside the image. The master
+    # always runs on the node: skein's Java AM needs the node's Java.
+    docker_image: str = field(default_factory=_default("docker_image"))
+    docker_mounts: tuple[str, ...] = field(default_factory=_default("docker_mount"))
+    docker_runtime: str = field(default_factory=_default("docker_runtime"))
+    docker_python: str = field(default_factory=_default("docker_python"))
 
     def __post_init__(self) -> None:
         if not isinstance(self.script, (str, os.PathLike)) or not str(self.script):
@@ -256,13 +274,51 @@ class JobSpec:
         object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
         object.__setattr__(self, "restart_policy", _restart_policy(self.restart_policy))
         object.__setattr__(self, "retry_exit_codes", _exit_codes(self.retry_exit_codes))
+        self._check_docker()
         for f in dataclasses.fields(self):
             key = _OPTION_OF.get(f.name, f.name)
             value = getattr(self, f.name)
             if key in _options.schema() and isinstance(value, (int, float)):
                 _check_bounds(key, value)
 
+    def _check_docker(self) -> None:
+        mounts = []
+        for text in self.docker_mounts:
+            try:
+                mounts.append(_docker.parse_mount(str(text)))
+            except ValueError as exc:
+                raise SpecError(f"{_surface.option('docker_mount')}: {exc}") from None
+        object.__setattr__(self, "docker_mounts", tuple(mounts))
+        images = [("docker_image", self.docker_image)] + [
+            (f"{r.value}_docker_image", self.group(r).docker_image or "") for r in ROLES
+        ]
+        for key, image in images:
+            problem = image and image != NO_DOCKER and _docker.image_problem(image)
+            if problem:
+                raise SpecError(f"{_surface.option(key)}: {problem}")
+        if self.docker_runtime:
+            problem = _docker.runtime_problem(self.docker_runtime)
+            if problem:
+                raise SpecError(f"{_surface.option('docker_runtime')}: {problem}")
+        in_docker = any(self.docker_image_of(r) for r in ROLES if self.count(r))
+        if in_docker and not PurePosixPath(self.docker_python).is_absolute():
+            raise SpecError(
+                f"{_surface.option('docker_python')}: the interpreter inside the "
+                f"image must be an absolute path, got {self.docker_python!r}"
+            )
+
     # -- derived ---------------------------------------------------------------
+
+    def docker_image_of(self, role: Role) -> str:
+        """The image ``role``'s tasks run in; empty: on the node itself."""
+        image = self.group(role).docker_image or self.docker_image
+        return "" if image == NO_DOCKER else image
+
+    def docker_env(self, role: Role) -> dict[str, str]:
+        """The variables that ask YARN to run ``role``'s tasks in Docker, or none."""
+        return _docker.container_env(
+            self.docker_image_of(role), self.docker_mounts, self.docker_runtime
+        )
 
     def count(self, role: Role) -> int:
         group = self.tasks.get(role)
@@ -397,6 +453,7 @@ class JobSpec:
         out["env"] = dict(self.env)
         out["restart_policy"] = self.restart_policy.value
         out["retry_exit_codes"] = list(self.retry_exit_codes)
+        out["docker_mounts"] = list(self.docker_mounts)
         return out
 
     @classmethod
@@ -446,7 +503,6 @@ class JobSpec:
         python = interpreter or Interpreter.local(self.python)
         spec_env = {_env.JOB: self.to_env()}
         task_files = {self.script_name: _file_source(self.script)}
-        task_files.update(python.skein_files())
         for f in self.files:
             task_files[PurePosixPath(f).name] = _file_source(f)
         services = {}
@@ -455,12 +511,24 @@ class JobSpec:
             if not group.count:
                 continue
             memory, vcores, gpus = group.resources()
+            # A role in Docker runs the image's Python: the image is its
+            # environment, so no shipped archive is localized for it.
+            role_python = (
+                Interpreter.local(self.docker_python)
+                if self.docker_image_of(role)
+                else python
+            )
             services[role.value] = skein.Service(
                 instances=0,
                 resources=skein.Resources(memory=memory, vcores=vcores, gpus=gpus),
-                files=task_files,
-                env={**self.env, **spec_env, _env.ROLE: role.value},
-                script=python.command("tfyarn.runtime"),
+                files={**task_files, **role_python.skein_files()},
+                env={
+                    **self.env,
+                    **self.docker_env(role),
+                    **spec_env,
+                    _env.ROLE: role.value,
+                },
+                script=role_python.command("tfyarn.runtime"),
                 allow_failures=True,
                 max_restarts=0,
             )

@@ -115,8 +115,10 @@ def test_every_job_option_is_a_jobspec_field_and_client_options_are_not() -> Non
 
 
 def _field(key: str) -> str:
-    return {"am_memory": "am_memory_mib"}.get(key, key)
+    return {"am_memory": "am_memory_mib", "docker_mount": "docker_mounts"}.get(key, key)
 
 
 def _options_key(field: str) -> str:
-    return {"am_memory_mib": "am_memory"}.get(field, field)
+    return {"am_memory_mib": "am_memory", "docker_mounts": "docker_mount"}.get(
+        field, field
+    )

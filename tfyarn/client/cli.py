@@ -26,6 +26,7 @@ from tfyarn.client import (
     kerberos,
     livelogs,
     narrator,
+    request_view,
     submission,
     tasklogs,
 )
@@ -145,6 +146,9 @@ def _add_submit(subparsers: Any) -> None:
             "resources per task",
             textwrap.fill(f"memory: {UNITS_HELP}.", 78),
         ),
+        "docker": p.add_argument_group(
+            "Docker (YARN's Docker runtime; see README: Docker and GPUs)"
+        ),
         "job": p.add_argument_group("job"),
     }
     for key, rule in config.schema().items():
@@ -154,6 +158,8 @@ def _add_submit(subparsers: Any) -> None:
             if key.startswith("num_")
             else "resources"
             if key.rsplit("_", 1)[-1] in ("memory", "vcores", "gpus")
+            else "docker"
+            if "docker" in key
             else "job"
         ]
         flag = f"--{key}"
@@ -173,6 +179,7 @@ def _add_submit(subparsers: Any) -> None:
                     "preimport": "MODULE",
                     "retry_exit_codes": "CODE",
                     "hdfs_namenodes": "URL",
+                    "docker_mount": "SRC:DST[:ro|rw]",
                 }.get(key, "PATH"),
                 default=None,
                 help=helptext + " Repeatable or comma-separated.",
@@ -188,7 +195,7 @@ def _add_submit(subparsers: Any) -> None:
                 )
         else:
             metavar = {"int": "N", "number": "SECONDS", "memory": "MEM"}.get(
-                kind, "VALUE"
+                kind, "IMAGE" if key.endswith("docker_image") else "VALUE"
             )
             add_option(group, flag, metavar=metavar, default=None, help=helptext)
     p.add_argument("script", help="the Python program every task runs")
@@ -325,6 +332,10 @@ def _dry_run(spec: JobSpec, own: config.ClientOptions) -> int:
     except ClusterError as exc:
         fits = f"cluster resources NOT checked ({exc})"
     print(spec.to_yaml(), end="")
+    print()
+    # As YAML comments: what precedes "OK:" stays the job's YAML, readable back.
+    for line in request_view.render(spec, spec.to_skein()).splitlines():
+        print(f"# {line}")
     print(f"OK: the job is valid; {fits}. Nothing was submitted.")
     return 0
 

@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 # Keys whose values from several sources are combined rather than replaced.
-_ACCUMULATE = ("env", "files")
+_ACCUMULATE = ("env", "files", "docker_mount")
 
 
 def user_config_path() -> Path:
@@ -154,6 +154,7 @@ def to_spec(
             memory_mib=config[f"{role.value}_memory"],
             vcores=config[f"{role.value}_vcores"],
             gpus=config[f"{role.value}_gpus"],
+            docker_image=config[f"{role.value}_docker_image"],
         )
         for role in ROLES
     }
@@ -190,6 +191,10 @@ def to_spec(
         stall_timeout=config["stall_timeout"],
         worker_grace=config["worker_grace"],
         stop_grace=config["stop_grace"],
+        docker_image=config["docker_image"],
+        docker_mounts=tuple(config["docker_mount"]),
+        docker_runtime=config["docker_runtime"],
+        docker_python=config["docker_python"],
     )
 
 
@@ -231,7 +236,13 @@ def client_options(config: Mapping[str, Any]) -> ClientOptions:
 def role_keys(role: Role) -> tuple[str, ...]:
     """The config keys of one role, e.g. ``num_ps``, ``ps_memory``."""
     r = role.value
-    return (f"num_{r}", f"{r}_memory", f"{r}_vcores", f"{r}_gpus")
+    return (
+        f"num_{r}",
+        f"{r}_memory",
+        f"{r}_vcores",
+        f"{r}_gpus",
+        f"{r}_docker_image",
+    )
 
 
 def _merge(into: dict[str, Any], layer: Mapping[str, Any]) -> None:

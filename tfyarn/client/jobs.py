@@ -23,7 +23,7 @@ from tfyarn.client.connection import (
     opened,
     yarn_errors,
 )
-from tfyarn.contract.exit_codes import explain_diagnostics, explain_exit
+from tfyarn.contract.exit_codes import MEANING, explain_diagnostics, explain_exit
 from tfyarn.contract.status import MASTER_KEY, STATUS_KEY, SUMMARY_KEY, JobSummary
 from tfyarn.contract.status import JobStatus as MasterStatus
 
@@ -33,7 +33,6 @@ KILL_WAIT = 30.0
 # "application driver"; its exit code is the command's.
 _MASTER_EXIT = re.compile(r"Application driver failed with exit code (-?\d+)")
 # How explanations are marked in the diagnostics.
-MEANING = "meaning: "
 
 
 @dataclass(frozen=True)

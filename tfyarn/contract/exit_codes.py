@@ -14,12 +14,24 @@ Three families of numbers never overlap:
   runtime's ``ReportTaskEnd`` uses this form);
 - ``<= -100``: YARN's ``ContainerExitStatus``: the NodeManager or the
   scheduler ended the container (lost node, preemption, memory limits).
+
+A fourth family shares ``1..79`` with the first: container-executor's own exit
+codes (the LinuxContainerExecutor's setuid binary, which runs containers as
+the job's user and starts Docker containers). They mean that only where the
+NodeManager's diagnostics show container-executor ran (``main : command
+provided``, ``Launch container failed``); :func:`explain_diagnostics` tells
+the two apart, :func:`explain_executor_exit` reads them alone.
 """
 
 from __future__ import annotations
 
 import re
 import signal
+
+# The prefix of each explanation line under diagnostics (the master's and the
+# client's), so a reader can tell YARN's words from tfyarn's and a status read
+# back is not explained twice.
+MEANING = "meaning: "
 
 # YARN's ContainerExitStatus (hadoop-yarn-api), the ones a user meets.
 _YARN: dict[int, str] = {
@@ -60,6 +72,151 @@ _SIGNALS: dict[int, str] = {
     signal.SIGBUS: "crashed with a bus error (SIGBUS), often a full /dev/shm "
     "or a truncated memory-mapped file",
 }
+
+# container-executor's exit codes (hadoop-yarn-server-nodemanager's
+# native/container-executor/impl/util.h, enum errorcodes), the ones a job meets.
+_WHERE_DOCKER_SAYS = (
+    "Docker's own message is in the task's YARN files "
+    "(tfyarn logs APP --task ROLE:N --yarn_files: stderr.txt)"
+)
+_EXECUTOR: dict[int, str] = {
+    6: "container-executor could not switch to the job's user (setuid failed: "
+    "the binary must be owned by root, group the NodeManager's, mode 6050)",
+    7: "container-executor could not run the container (unless the program "
+    "itself exited 7); with Docker this is "
+    "`docker run` failing: the image is not on the node and cannot be pulled "
+    "(a misspelt name or tag, or no registry access: load it on every node), "
+    "or the Docker runtime asked for (--docker_runtime) is unknown to the "
+    "node's dockerd; " + _WHERE_DOCKER_SAYS,
+    20: "container-executor could not set up the job's user on the node (its "
+    "local or log dirs)",
+    22: "the NodeManager's container-executor binary has wrong ownership or "
+    "permissions (root-owned, group the NodeManager's, mode 6050): a cluster "
+    "setup problem for its administrators",
+    24: "container-executor.cfg is missing or invalid (it and every parent "
+    "directory must be root-owned and not writable by group or others): a "
+    "cluster setup problem for its administrators",
+    29: "container-executor refused the Docker command the NodeManager asked "
+    "for (its diagnostics say which part: docker error code=N)",
+    32: "a feature the container needs is disabled in container-executor.cfg "
+    "(for Docker: [docker] module.enabled=true)",
+    35: "container-executor could not create the container's work directories",
+    36: "container-executor could not create the container's log directories",
+    39: "container-executor could not sanitize the Docker command",
+    40: "the Docker image is invalid",
+    44: "docker exec failed",
+    49: "a Docker mount is invalid",
+    50: "a read-only Docker mount is not allowed on this cluster "
+    "(docker.allowed.ro-mounts in container-executor.cfg)",
+    51: "a read-write Docker mount is not allowed on this cluster "
+    "(docker.allowed.rw-mounts in container-executor.cfg; mount it :ro?)",
+    52: "a Docker mount's source cannot be accessed on the node",
+    56: "the Docker image name is not one YARN accepts",
+    60: "the cluster does not allow the host network for Docker containers, "
+    "which tfyarn's tasks need (docker.allowed.networks in "
+    "container-executor.cfg and yarn.nodemanager.runtime.linux.docker."
+    "allowed-container-networks in yarn-site.xml must list host)",
+    63: "privileged Docker containers are disabled on this cluster",
+    67: "the Docker volume driver is not allowed on this cluster",
+    72: "the Docker image is not from a registry this cluster trusts "
+    "(docker.trusted.registries in container-executor.cfg)",
+    74: "the Docker runtime (--docker_runtime) is not allowed on this cluster "
+    "(docker.allowed.runtimes in container-executor.cfg)",
+}
+# NodeManager diagnostics that show container-executor ran: only then is a
+# small exit code its own rather than the script's.
+_EXECUTOR_RAN = re.compile(
+    r"main : command provided|Launch container failed|docker error code=|"
+    r"container-executor",
+    re.IGNORECASE,
+)
+_DOCKER_ERROR = re.compile(r"docker error code=(\d+)", re.IGNORECASE)
+
+# What the NodeManager and container-executor say when they refuse a Docker
+# container (DockerLinuxContainerRuntime, OCIContainerRuntime, docker-util.c,
+# container-executor.c's check_user) and what dockerd says when `docker run`
+# fails; the same cause may show in several of them, so each yields its words once.
+_DOCKER_PHRASES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"Disallowed network:\s*'([^']*)'|requested network in allowed"),
+        _EXECUTOR[60],
+    ),
+    (
+        re.compile(r"Disallowed runtime:\s*'([^']*)'|requested runtime in allowed"),
+        _EXECUTOR[74],
+    ),
+    (
+        re.compile(
+            r"doesn't match docker image name pattern|Invalid docker image name"
+        ),
+        (
+            "the Docker image name is not one YARN accepts: "
+            "[REGISTRY[:PORT]/]PATH[:TAG], lower-case PATH, no digest"
+        ),
+    ),
+    (re.compile(r"is not trusted|for untrusted image"), _EXECUTOR[72]),
+    (
+        re.compile(r"below the minimum allowed (\d+)"),
+        (
+            "the job's user has a uid below container-executor's min.user.id, so "
+            "it may not run containers: submit as a regular user, or the "
+            "administrators list it in allowed.system.users (container-executor.cfg)"
+        ),
+    ),
+    (
+        re.compile(r"Requested user \S+ is banned"),
+        (
+            "the job's user is in container-executor's banned.users "
+            "(container-executor.cfg): submit as another user"
+        ),
+    ),
+    (
+        re.compile(r"User \S+ not found"),
+        (
+            "the job's user does not exist on the node, so container-executor "
+            "cannot run its containers: the user must exist on every node"
+        ),
+    ),
+    (
+        re.compile(
+            r"Unable to find image|No such image|pull access denied|"
+            r"manifest unknown|repository does not exist",
+            re.IGNORECASE,
+        ),
+        (
+            "the Docker image is not on the node and could not be pulled: load it "
+            "on every node (docker load / docker pull) or fix its name and tag"
+        ),
+    ),
+    (
+        re.compile(r"unknown or invalid runtime name", re.IGNORECASE),
+        (
+            "the node's dockerd has no such runtime (--docker_runtime): install "
+            "it (nvidia-container-runtime for nvidia) or leave the option out"
+        ),
+    ),
+    (
+        re.compile(r"Requested runtime not allowed|Invalid runtime set in"),
+        (
+            "the NodeManager does not allow the Docker runtime: yarn-site.xml's "
+            "yarn.nodemanager.runtime.linux.allowed-runtimes must list docker (and "
+            "its container executor be the LinuxContainerExecutor)"
+        ),
+    ),
+    (
+        re.compile(
+            r"Invalid docker (?:rw |ro )?mount|Invalid (?:read-only |read-write )?mount"
+        ),
+        (
+            "a Docker mount (--docker_mount) is malformed or not allowed on this "
+            "cluster (docker.allowed.ro-mounts / rw-mounts in container-executor.cfg)"
+        ),
+    ),
+    (
+        re.compile(r"Feature disabled: docker|docker is disabled", re.IGNORECASE),
+        _EXECUTOR[32],
+    ),
+)
 
 # YARN's sentences in diagnostics (NodeManager, ResourceManager), in the order
 # they are checked; each yields its explanation once.
@@ -112,6 +269,9 @@ def explain_diagnostics(diagnostics: str) -> list[str]:
     Each exit code mentioned (``exit code 127``) and each of YARN's canned
     sentences (``running beyond physical memory limits``) contributes its
     explanation, prefixed by the code; duplicates are dropped, order kept.
+    Where the diagnostics show container-executor ran, a small exit code is
+    its own (:func:`explain_executor_exit`), and its refusals of a Docker
+    container (untrusted image, network, user, image not found) are named.
 
     Examples
     --------
@@ -122,9 +282,21 @@ def explain_diagnostics(diagnostics: str) -> list[str]:
     """
     out: list[str] = []
     said: set[str] = set()
+    executor = bool(_EXECUTOR_RAN.search(diagnostics))
+    # The specific refusal first: it names the cause a bare code only hints at.
+    for pattern, words in _DOCKER_PHRASES:
+        if pattern.search(diagnostics) and words not in said:
+            said.add(words)
+            out.append(words)
+    for match in _DOCKER_ERROR.finditer(diagnostics):
+        code = int(match.group(1))
+        words = _EXECUTOR.get(code, "")
+        if words and words not in said:
+            said.add(words)
+            out.append(f"container-executor's docker error {code}: {words}")
     for match in _EXIT.finditer(diagnostics):
         code = int(match.group(1))
-        words = explain_exit(code)
+        words = (executor and explain_executor_exit(code)) or explain_exit(code)
         if words and words not in said:
             said.add(words)
             out.append(f"exit code {code}: {words}")
@@ -156,6 +328,22 @@ def hdfs_auth_failure(text: str) -> bool:
     False
     """
     return bool(_HDFS_AUTH.search(text))
+
+
+def explain_executor_exit(code: int | None) -> str:
+    """What container-executor's exit ``code`` means, or "" for one of no note.
+
+    Only meaningful when container-executor is known to have ended with it
+    (see :func:`explain_diagnostics`): a script may exit 7 too.
+
+    Examples
+    --------
+    >>> explain_executor_exit(24)[:37]
+    'container-executor.cfg is missing or '
+    >>> explain_executor_exit(0)
+    ''
+    """
+    return _EXECUTOR.get(code, "") if code is not None else ""
 
 
 def exit_codes(diagnostics: str) -> list[int]:
