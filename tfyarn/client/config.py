@@ -154,6 +154,7 @@ def to_spec(
             memory_mib=config[f"{role.value}_memory"],
             vcores=config[f"{role.value}_vcores"],
             gpus=config[f"{role.value}_gpus"],
+            node_label=config[f"{role.value}_node_label"],
         )
         for role in ROLES
     }
@@ -163,6 +164,7 @@ def to_spec(
         name=config["name"],
         tasks=tasks,
         queue=config["queue"],
+        node_label=config["node_label"],
         env=config["env"],
         files=tuple(config["files"]),
         hdfs_namenodes=tuple(config["hdfs_namenodes"]),
@@ -222,7 +224,7 @@ def client_options(config: Mapping[str, Any]) -> ClientOptions:
 def role_keys(role: Role) -> tuple[str, ...]:
     """The config keys of one role, e.g. ``num_ps``, ``ps_memory``."""
     r = role.value
-    return (f"num_{r}", f"{r}_memory", f"{r}_vcores", f"{r}_gpus")
+    return (f"num_{r}", f"{r}_memory", f"{r}_vcores", f"{r}_gpus", f"{r}_node_label")
 
 
 def _merge(into: dict[str, Any], layer: Mapping[str, Any]) -> None:

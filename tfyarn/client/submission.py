@@ -75,7 +75,8 @@ def check_cluster(yarn: Any, spec: JobSpec) -> None:
     """What YARN would refuse about a validated job, asked on an open client.
 
     Every task fits on the largest running node, the queue exists, runs and
-    is a leaf, and every ``hdfs://`` file exists: the checks of a real
+    is a leaf, every node label asked for is on a running node and usable in
+    the queue, and every ``hdfs://`` file exists: the checks of a real
     submit and of ``--dry_run`` alike.
 
     Raises
@@ -86,15 +87,19 @@ def check_cluster(yarn: Any, spec: JobSpec) -> None:
         YARN (or HDFS) could not be asked.
     """
     with yarn_errors():
-        nodes = node_resources(yarn)
-    spec.check_fits(nodes)
+        running = yarn.get_nodes(states=["RUNNING"])
+    spec.check_fits(_resources(running))
     preflight.check_queue(yarn, spec.queue)
+    preflight.check_node_labels(yarn, spec, running)
     preflight.check_remote_files([spec.script, *spec.files])
 
 
 def node_resources(yarn: Any) -> dict[str, tuple[int, int, int]]:
     """node id -> (memory MiB, vcores, GPUs) of every running node."""
-    nodes = yarn.get_nodes(states=["RUNNING"])
+    return _resources(yarn.get_nodes(states=["RUNNING"]))
+
+
+def _resources(nodes: Any) -> dict[str, tuple[int, int, int]]:
     return {
         n.id: (
             int(n.total_resources.memory),
