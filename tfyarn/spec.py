@@ -169,7 +169,7 @@ class TaskGroup:
 
     def for_role(self, role: Role) -> TaskGroup:
         """This group with the role's defaults filled in, checked against its bounds."""
-        filled = {}
+        filled: dict[str, Any] = {}
         for name, pattern in _ROLE_OPTIONS.items():
             key = pattern.format(role.value)
             value = getattr(self, name)
