@@ -160,11 +160,95 @@ def test_partitioned_workers_host_is_replaced_elsewhere(
     assert steps and steps[-1] >= 400, log[-3000:]
     assert accuracy_from(log) >= 0.9
     assert any("sent no heartbeat" in e for e in job.events), job.events
-    # A stale worker that came back was refused as an old attempt (or, when
-    # its container was killed first, never asked): none joined the cluster.
+    # The stale workers kept retrying behind the partition (a runtime gives
+    # the master 60 s): healed, they reached it and were refused as replaced
+    # attempts, and stopped their scripts; none joined the new cluster.
     refused = "the master refused this task" in everything
+    assert refused, everything[-4000:]
     print(
         f"partition test: {time.monotonic() - began:.0f} s in all; workers "
         f"replaced {replaced_in:.1f} s after the cut; a stale worker refused: "
         f"{refused}"
+    )
+
+
+def test_crashed_host_under_all_reduce_restarts_from_the_checkpoint_elsewhere(
+    local_cluster: LocalCluster, yarn: Any, base: str
+) -> None:
+    """A filler holds node1 whole and the master fills node3, so both workers
+    of the all-reduce job run on node2; node2 crashes (its daemons and
+    containers SIGKILLed): the cluster restarts from its HDFS checkpoint on
+    node1, the host left with room."""
+    layout = local_cluster.layout()
+    assert layout is not None
+    node1, node2 = layout.host("node1").host, layout.host("node2").host
+    began = time.monotonic()
+    try:
+        with running_job(
+            yarn,
+            JOBS / "gang_sleep.py",
+            args=["--seconds", "900"],
+            name="filler",
+            num_worker=1,
+            worker_memory="3072 MiB",
+            node_label="ps",
+            preimport=[],
+            **FAST,
+        ) as filler:
+            _wait(
+                filler,
+                "the filler's worker",
+                lambda s: _tasks(s).get("worker:0", {}).get("state") == "RUNNING",
+                240,
+            )
+            with running_job(
+                yarn,
+                JOBS / "recovery_mwms.py",
+                args=["--checkpoint_dir", f"{base}/crash", "--steps", "200"],
+                num_worker=2,
+                am_memory="2560 MiB",
+                worker_memory="512 MiB",
+                max_restarts=2,
+                **FAST,
+            ) as job:
+                snap = _wait(
+                    job,
+                    "training past the first checkpoint (step 30)",
+                    lambda s: (_tasks(s).get("worker:0", {}).get("step") or 0) >= 40,
+                    360,
+                )
+                hosts = {_host(_tasks(snap)[f"worker:{i}"]) for i in (0, 1)}
+                assert hosts == {node2}, snap
+                client.kill(filler.app_id, client=yarn)  # node1 has room now
+                crashed = run_cli("cluster", "node", "stop", "node2")
+                assert crashed.returncode == 0, crashed.stderr
+                crashed_at = time.monotonic()
+                snap = _wait(
+                    job,
+                    "the restarted cluster",
+                    lambda s: (
+                        s.get("generation", 0) >= 2
+                        and all(
+                            _tasks(s)[f"worker:{i}"]["state"] == "RUNNING"
+                            for i in (0, 1)
+                        )
+                    ),
+                    300,
+                )
+                restarted_in = time.monotonic() - crashed_at
+                final = job.wait(timeout=500)
+                log = job.logs("worker:0")
+    finally:
+        restarted = run_cli("cluster", "node", "start", "node2", timeout=300)
+    assert restarted.returncode == 0, restarted.stderr
+    assert final.succeeded, final.diagnostics
+    started = [int(v) for v in re.findall(r"start_step=(\d+)", log)]
+    assert len(started) >= 2 and started[-1] >= 30, started
+    assert accuracy_from(log) >= 0.9
+    assert any("cluster restarted" in e for e in job.events), job.events
+    where = {_host(_tasks(snap)[f"worker:{i}"]) for i in (0, 1)}
+    assert where == {node1}, snap
+    print(
+        f"crash test: {time.monotonic() - began:.0f} s in all; cluster restarted "
+        f"{restarted_in:.1f} s after the crash, resumed at step {started[-1]}"
     )

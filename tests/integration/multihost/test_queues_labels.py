@@ -47,33 +47,42 @@ def test_ps_on_one_label_workers_on_another_in_a_queue(
 ) -> None:
     began = time.monotonic()
     done = run_cli(
-        "submit", *CHEAP, "--queue", "prod",
+        "submit", *CHEAP, "--queue", "prod", "--detach",
         "--num_ps", "1", "--num_worker", "2", "--num_chief", "1",
         "--ps_node_label", "ps", "--node_label", "work", "--chief_node_label", "ps",
-        str(SLEEP), "--seconds", "6",
-        timeout=400,
+        str(SLEEP), "--seconds", "120",
+        timeout=300,
     )  # fmt: skip
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
     app_id = re.search(r"Submitted (application_\S+)", out).group(1)  # type: ignore[union-attr]
-    status = run_cli("status", app_id, "--json", timeout=120)
-    assert status.returncode == 0, status.stderr
-    report = json.loads(status.stdout)
-    assert report["queue"] in ("prod", "root.prod"), report
-    hosts = {
-        t["task"]: t["address"].rsplit(":", 1)[0] for t in report["master"]["tasks"]
-    }
-    ps_host, work_host = _host(local_cluster, "node1"), _host(local_cluster, "node2")
-    assert hosts == {
-        "chief:0": ps_host,
-        "ps:0": ps_host,
-        "worker:0": work_host,
-        "worker:1": work_host,
-    }, hosts
-    # The same placement, one host per task, in the plain `tfyarn status`.
-    table = run_cli("status", app_id, timeout=120).stdout
-    for task, host in hosts.items():
-        assert re.search(rf"{task}\b.*{re.escape(host)}:\d+", table), table
+    try:
+        deadline = time.monotonic() + 300
+        while True:  # the master's per-task view exists while the job runs
+            status = run_cli("status", app_id, "--json", timeout=120)
+            assert status.returncode == 0, status.stderr
+            report = json.loads(status.stdout)
+            tasks = (report.get("master") or {}).get("tasks") or []
+            if len(tasks) == 4 and all(t["state"] == "RUNNING" for t in tasks):
+                break
+            assert time.monotonic() < deadline, report
+            time.sleep(2)
+        assert report["queue"] in ("prod", "root.prod"), report
+        hosts = {t["task"]: t["address"].rsplit(":", 1)[0] for t in tasks}
+        ps_host = _host(local_cluster, "node1")
+        work_host = _host(local_cluster, "node2")
+        assert hosts == {
+            "chief:0": ps_host,
+            "ps:0": ps_host,
+            "worker:0": work_host,
+            "worker:1": work_host,
+        }, hosts
+        # The same placement, one host per task, in the plain `tfyarn status`.
+        table = run_cli("status", app_id, timeout=120).stdout
+        for task, host in hosts.items():
+            assert re.search(rf"{task}\b.*{re.escape(host)}:\d+", table), table
+    finally:
+        run_cli("kill", app_id, timeout=200)
     print(f"labelled job: {time.monotonic() - began:.1f} s")
 
 
