@@ -62,6 +62,16 @@ def test_queues_and_labels_are_rendered(tmp_path: Path) -> None:
     assert site["yarn.node-labels.fs-store.root-dir"].startswith(tmp_path.as_uri())
 
 
+def test_blocks_are_replicated_over_the_hosts(tmp_path: Path) -> None:
+    def replication(nodes: int) -> str:
+        conf = write_config(
+            ClusterSettings(nodes=nodes), base_dir=tmp_path, lib_dir=tmp_path
+        )
+        return properties(conf / "hdfs-site.xml")["dfs.replication"]
+
+    assert [replication(n) for n in (0, 1, 2, 3, 5)] == ["1", "1", "2", "3", "3"]
+
+
 def test_rmadmin_labels_the_hosts_non_exclusive() -> None:
     commands = scheduler.rmadmin_commands(
         {"node2": "work", "node1": "ps"}, {"node1": "n1.x.test", "node2": "n2.x.test"}
