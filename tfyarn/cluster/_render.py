@@ -78,7 +78,7 @@ def template_values(
         "min_allocation_mb": settings.min_allocation_mb,
         "nm_expiry_ms": 20000 if settings.multihost else 600000,
         "replication": min(3, settings.nodes - 1) if settings.nodes > 2 else 1,
-        "dn_recheck_ms": 10000 if settings.multihost else 300000,
+        "dn_recheck_ms": 5000 if settings.multihost else 30000,
         "am_max_attempts": settings.am_max_attempts,
         "max_am_resource_percent": settings.max_am_resource_percent,
     }

@@ -208,7 +208,9 @@ def test_crashed_host_under_all_reduce_restarts_from_the_checkpoint_elsewhere(
                 num_worker=2,
                 am_memory="2560 MiB",
                 worker_memory="512 MiB",
-                max_restarts=2,
+                # Checkpoint writes fail until the NameNode calls node2's
+                # DataNode dead (20 s here): a restart or two more.
+                max_restarts=4,
                 **FAST,
             ) as job:
                 snap = _wait(
