@@ -178,10 +178,10 @@ def test_crashed_host_under_all_reduce_restarts_from_the_checkpoint_elsewhere(
     """A filler holds node1 whole and the master fills node3, so both workers
     of the all-reduce job run on node2; node2 crashes (its daemons and
     containers SIGKILLed): the cluster restarts from its HDFS checkpoint on
-    node1, the host left with room."""
+    the hosts left (node1, node3)."""
     layout = local_cluster.layout()
     assert layout is not None
-    node1, node2 = layout.host("node1").host, layout.host("node2").host
+    node2 = layout.host("node2").host
     began = time.monotonic()
     try:
         with running_job(
@@ -245,11 +245,12 @@ def test_crashed_host_under_all_reduce_restarts_from_the_checkpoint_elsewhere(
     assert restarted.returncode == 0, restarted.stderr
     assert final.succeeded, final.diagnostics
     started = [int(v) for v in re.findall(r"start_step=(\d+)", log)]
-    assert len(started) >= 2 and started[-1] >= 30, started
+    # The lead's last attempt resumed from a checkpoint, not from step 0.
+    assert started and started[-1] >= 30, started
     assert accuracy_from(log) >= 0.9
     assert any("cluster restarted" in e for e in job.events), job.events
     where = {_host(_tasks(snap)[f"worker:{i}"]) for i in (0, 1)}
-    assert where == {node1}, snap
+    assert node2 not in where, snap
     print(
         f"crash test: {time.monotonic() - began:.0f} s in all; cluster restarted "
         f"{restarted_in:.1f} s after the crash, resumed at step {started[-1]}"
