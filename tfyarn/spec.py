@@ -20,6 +20,7 @@ import dataclasses
 import json
 import keyword
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable, Mapping
@@ -116,9 +117,29 @@ _ROLE_OPTIONS = {
     "vcores": "{}_vcores",
     "gpus": "{}_gpus",
     "docker_image": "{}_docker_image",
+    "node_label": "{}_node_label",
 }
 # A role's docker_image that runs its tasks on the node despite docker_image.
 NO_DOCKER = "none"
+# What YARN accepts as a node label (CommonNodeLabelsManager's rule).
+_NODE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$")
+
+
+def node_label(value: object, *, option: str = "node_label") -> str:
+    """A YARN node label, or "" for none.
+
+    Raises
+    ------
+    SpecError
+        Naming the option and the rule.
+    """
+    label = "" if value is None else str(value).strip()
+    if label and not _NODE_LABEL.match(label):
+        raise SpecError(
+            f"{option} {label!r} is not a YARN node label: a letter or digit, then "
+            "letters, digits, '-' and '_' (one label, not an expression)"
+        )
+    return label
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,11 +147,12 @@ class TaskGroup:
     """How many tasks of one role, and the YARN resources of each.
 
     ``memory_mib`` is mebibytes; YARN rounds it up to its minimum allocation.
-    ``gpus`` asks for the countable ``yarn.io/gpu`` resource. A resource left
+    ``gpus`` asks for the countable ``yarn.io/gpu`` resource. ``node_label``
+    is the YARN node label its containers ask for ("": the job's
+    ``node_label``). ``docker_image`` is the role's own image (``""``: the
+    job's ``docker_image``; ``"none"``: on the node itself). A field left
     ``None`` takes its role's shipped default (``ps_memory``, ...) once the
-    group is part of a :class:`JobSpec`; every group of a JobSpec has all three.
-    ``docker_image`` is the role's own image (``""``: the job's
-    ``docker_image``; ``"none"``: on the node itself).
+    group is part of a :class:`JobSpec`; every group of a JobSpec has them all.
     """
 
     count: int = 0
@@ -138,6 +160,7 @@ class TaskGroup:
     vcores: int | None = None
     gpus: int | None = None
     docker_image: str | None = None
+    node_label: str | None = None
 
     def __post_init__(self) -> None:
         if self.docker_image is not None and not isinstance(self.docker_image, str):
@@ -150,15 +173,20 @@ class TaskGroup:
                 raise SpecError(f"{name} must be a whole number, got {value!r}")
             if value < 0:
                 raise SpecError(f"{name} must not be negative, got {value}")
+        if self.node_label is not None:
+            object.__setattr__(self, "node_label", node_label(self.node_label))
 
     def for_role(self, role: Role) -> TaskGroup:
         """This group with the role's defaults filled in, checked against its bounds."""
-        filled = {}
+        filled: dict[str, Any] = {}
         for name, pattern in _ROLE_OPTIONS.items():
             key = pattern.format(role.value)
             value = getattr(self, name)
             if value is None:
                 value = _options.default(key)
+            if name == "node_label":
+                filled[name] = node_label(value, option=key)
+                continue
             if not isinstance(value, str):
                 _check_bounds(key, value)
             filled[name] = value
@@ -188,6 +216,8 @@ class JobSpec:
     name: str = field(default_factory=_default("name"))
     tasks: Mapping[Role, TaskGroup] = field(default_factory=_default_layout)
     queue: str = field(default_factory=_default("queue"))
+    # The YARN node label of every role without one of its own ("": none).
+    node_label: str = field(default_factory=_default("node_label"))
     env: Mapping[str, str] = field(default_factory=_default("env"))
     # Extra files for every task: local paths or hdfs:// URLs.
     files: tuple[str, ...] = field(default_factory=_default("files"))
@@ -259,6 +289,7 @@ class JobSpec:
         )
         object.__setattr__(self, "preimport", tuple(self.preimport))
         object.__setattr__(self, "tensorboard", _logdir(self.tensorboard))
+        object.__setattr__(self, "node_label", node_label(self.node_label))
         object.__setattr__(self, "python", self.python or sys.executable)
         object.__setattr__(self, "python_env", str(self.python_env or "").strip())
         for module in self.preimport:
@@ -326,6 +357,10 @@ class JobSpec:
 
     def group(self, role: Role) -> TaskGroup:
         return self.tasks[role]
+
+    def node_label_of(self, role: Role) -> str:
+        """The node label ``role``'s containers ask for ("": none)."""
+        return self.group(role).node_label or self.node_label
 
     def task_keys(self) -> list[tuple[Role, int]]:
         """Every task, in launch order: chief, ps, workers, evaluator."""
@@ -531,6 +566,7 @@ class JobSpec:
                 script=role_python.command("tfyarn.runtime"),
                 allow_failures=True,
                 max_restarts=0,
+                node_label=self.node_label_of(role),
             )
         # The master's code ships as a zip archive that YARN unpacks into ./am:
         # skein uploads a directory resource with file permissions (no x bit),

@@ -155,6 +155,7 @@ def to_spec(
             vcores=config[f"{role.value}_vcores"],
             gpus=config[f"{role.value}_gpus"],
             docker_image=config[f"{role.value}_docker_image"],
+            node_label=config[f"{role.value}_node_label"],
         )
         for role in ROLES
     }
@@ -164,6 +165,7 @@ def to_spec(
         name=config["name"],
         tasks=tasks,
         queue=config["queue"],
+        node_label=config["node_label"],
         env=config["env"],
         files=tuple(config["files"]),
         hdfs_namenodes=tuple(config["hdfs_namenodes"]),
@@ -242,6 +244,7 @@ def role_keys(role: Role) -> tuple[str, ...]:
         f"{r}_vcores",
         f"{r}_gpus",
         f"{r}_docker_image",
+        f"{r}_node_label",
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from tfyarn.client.connection import yarn_errors
 from tfyarn.errors import SpecError
+from tfyarn.spec import ROLES, JobSpec, Role
 
 
 def check_queue(yarn: Any, queue: str) -> None:
@@ -44,6 +45,74 @@ def check_queue(yarn: Any, queue: str) -> None:
                 f"queue {queue!r} is a parent queue; YARN takes applications "
                 f"only in leaf queues: set --queue to one of its children ({names})"
             )
+
+
+def check_node_labels(yarn: Any, spec: JobSpec, nodes: Iterable[Any]) -> None:
+    """Refuse a node label no running node carries, or the queue cannot use.
+
+    YARN accepts a request for a label no node has and never grants it; one
+    the queue may not use fails the application after submission.
+
+    Parameters
+    ----------
+    nodes
+        skein ``NodeReport``s of the running nodes (``id``, ``labels``).
+
+    Raises
+    ------
+    SpecError
+        Naming the option, the label, and the labels there are.
+    """
+    asked = {
+        f"{role.value}_node_label": spec.node_label_of(role)
+        for role in ROLES
+        if spec.count(role) and spec.node_label_of(role)
+    }
+    if not asked:
+        return
+    hosts: dict[str, list[str]] = {}
+    for node in nodes:
+        for label in getattr(node, "labels", None) or ():
+            hosts.setdefault(str(label), []).append(str(node.id).rsplit(":", 1)[0])
+    there = (
+        "labels of running nodes: "
+        + "; ".join(
+            f"{lab} ({', '.join(sorted(h))})" for lab, h in sorted(hosts.items())
+        )
+        if hosts
+        else "no running node has a label"
+    )
+    for option, label in asked.items():
+        if label not in hosts:
+            flag = _flag(option, spec)
+            raise SpecError(
+                f"{flag} {label}: no running node has the label {label!r}, so YARN "
+                f"would never grant these containers; {there}. Set {flag} to one "
+                "of them, or leave it empty"
+            )
+    with yarn_errors():
+        try:
+            queue = yarn.get_queue(spec.queue)
+        except ValueError:
+            return  # check_queue names the queue
+    usable = {str(x) for x in getattr(queue, "node_labels", None) or ()}
+    if "*" in usable:
+        return
+    for option, label in asked.items():
+        if label not in usable:
+            listed = ", ".join(sorted(usable)) or "none"
+            raise SpecError(
+                f"queue {spec.queue!r} may not use node label {label!r} "
+                f"({_flag(option, spec)}); its labels: {listed}. Choose another "
+                "--queue or label"
+            )
+
+
+def _flag(option: str, spec: JobSpec) -> str:
+    """``--ps_node_label``, or ``--node_label`` when the role inherits it."""
+    role = option.removesuffix("_node_label")
+    own = spec.group(Role(role)).node_label
+    return f"--{option}" if own else "--node_label"
 
 
 def _known(yarn: Any) -> str:

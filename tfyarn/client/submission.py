@@ -81,7 +81,8 @@ def check_cluster(
     """What YARN would refuse about a validated job, asked on an open client.
 
     Every task fits on the largest running node, the queue exists, runs and
-    is a leaf, every ``hdfs://`` file exists, and the nodes can have the
+    is a leaf, every node label asked for is on a running node and usable in
+    the queue, every ``hdfs://`` file exists, and the nodes can have the
     job's Python (``python_given``: ``--python`` was set, even to this
     client's interpreter; default: it differs from it): the checks of a real
     submit and of ``--dry_run`` alike.
@@ -94,7 +95,8 @@ def check_cluster(
         YARN (or HDFS) could not be asked.
     """
     with yarn_errors():
-        nodes = node_resources(yarn)
+        running = yarn.get_nodes(states=["RUNNING"])
+    nodes = _resources(running)
     spec.check_fits(nodes)
     if python_given is None:
         python_given = spec.python != sys.executable
@@ -104,13 +106,17 @@ def check_cluster(
         node_hosts=[node.rsplit(":", 1)[0] for node in nodes],
     )
     preflight.check_queue(yarn, spec.queue)
+    preflight.check_node_labels(yarn, spec, running)
     remote_env = [spec.python_env] if "://" in spec.python_env else []
     preflight.check_remote_files([spec.script, *spec.files, *remote_env])
 
 
 def node_resources(yarn: Any) -> dict[str, tuple[int, int, int]]:
     """node id -> (memory MiB, vcores, GPUs) of every running node."""
-    nodes = yarn.get_nodes(states=["RUNNING"])
+    return _resources(yarn.get_nodes(states=["RUNNING"]))
+
+
+def _resources(nodes: Any) -> dict[str, tuple[int, int, int]]:
     return {
         n.id: (
             int(n.total_resources.memory),

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tfyarn import _paths
+from tfyarn.cluster import _scheduler
 from tfyarn.cluster._settings import ClusterSettings
 from tfyarn.errors import ClusterError
 
@@ -76,11 +77,25 @@ def template_values(
         "gpus": settings.gpus,
         "min_allocation_mb": settings.min_allocation_mb,
         "nm_expiry_ms": 20000 if settings.multihost else 600000,
+        "replication": min(3, settings.nodes - 1) if settings.nodes > 2 else 1,
+        "dn_recheck_ms": 5000 if settings.multihost else 30000,
         "am_max_attempts": settings.am_max_attempts,
         "max_am_resource_percent": settings.max_am_resource_percent,
     }
+    values["queue_properties"] = _scheduler.queue_properties(
+        settings.queues, settings.labels
+    )
+    values["label_properties"] = _scheduler.label_properties(
+        settings.labels, label_store(base_dir).as_uri()
+    )
     values.update(settings.resolved_ports())
     return values
+
+
+def label_store(base_dir: Path) -> Path:
+    """Where the ResourceManager keeps the node labels (not Hadoop's default
+    under /tmp, which every cluster on the machine would share)."""
+    return base_dir / "data" / "node-labels"
 
 
 def write_config(

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tfyarn.cluster import _scheduler
 from tfyarn.errors import ClusterError
 
 # Hadoop's usual ports, so the web UIs are where a Hadoop user looks for them.
@@ -87,6 +88,12 @@ class ClusterSettings:
         With ``secure``: delegation tokens' maximum lifetime in seconds (renew
         interval: half of it), to rehearse long jobs in minutes. 0: Hadoop's
         defaults (renew every day, at most 7 days).
+    queues : mapping of str to float
+        Capacity-scheduler leaf queues, name -> capacity in percent (adding up
+        to 100). Empty: one queue ``default`` with the whole cluster.
+    labels : mapping of str to str
+        Node labels of a multi-host cluster, host name (``node1``) -> label
+        (non-exclusive; see ``tfyarn.cluster._scheduler``).
     """
 
     nodes: int = 0
@@ -100,6 +107,8 @@ class ClusterSettings:
     max_am_resource_percent: float = 0.5
     secure: bool = False
     token_lifetime_s: int = 0
+    queues: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("memory_mb", "vcores", "min_allocation_mb", "am_max_attempts"):
@@ -123,6 +132,12 @@ class ClusterSettings:
                 f"{self.max_am_resource_percent!r}"
             )
         self._check_secure()
+        _scheduler.check_queues(dict(self.queues))
+        _scheduler.check_labels(dict(self.labels), self.nodes)
+        object.__setattr__(
+            self, "queues", {k: float(v) for k, v in dict(self.queues).items()}
+        )
+        object.__setattr__(self, "labels", dict(self.labels))
         unknown = sorted(set(self.ports) - set(PORTS))
         if unknown:
             raise ClusterError(
@@ -172,6 +187,8 @@ class ClusterSettings:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["ports"] = dict(self.ports)
+        data["queues"] = dict(self.queues)
+        data["labels"] = dict(self.labels)
         return data
 
     @property
@@ -223,6 +240,17 @@ def describe_settings(settings: ClusterSettings) -> str:
         f"port offset {settings.port_offset}"
         + (f", ports {dict(settings.ports)}" if settings.ports else "")
         + (", secure (Kerberos)" if settings.secure else "")
+        + (
+            ", queues " + ", ".join(f"{n}:{c:g}" for n, c in settings.queues.items())
+            if settings.queues
+            else ""
+        )
+        + (
+            ", labels "
+            + ", ".join(f"{n}={lab}" for n, lab in sorted(settings.labels.items()))
+            if settings.labels
+            else ""
+        )
         + (
             f", token lifetime {settings.token_lifetime_s} s"
             if settings.token_lifetime_s

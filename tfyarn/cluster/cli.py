@@ -6,13 +6,15 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tfyarn._flags import add_option, add_switch
 from tfyarn.client import config
+from tfyarn.cluster import _scheduler
 from tfyarn.cluster._settings import PORTS, ClusterSettings, load_settings
 from tfyarn.cluster.local import START_TIMEOUT_S, ClusterStatus, LocalCluster
-from tfyarn.errors import SpecError
+from tfyarn.errors import ClusterError, SpecError
 
 
 def parse_memory(text: str) -> int:
@@ -30,6 +32,18 @@ def parse_port(text: str) -> tuple[str, int]:
             f"expected NAME=PORT with NAME one of {', '.join(PORTS)}, got {text!r}"
         )
     return name, int(value)
+
+
+def _arg(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type from a parser raising ClusterError."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ClusterError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    return convert
 
 
 def add_commands(subparsers: Any) -> None:
@@ -92,6 +106,26 @@ def add_commands(subparsers: Any) -> None:
         action="append",
         metavar="NAME=PORT",
         help=f"set one port ({', '.join(PORTS)}); repeatable",
+    )
+    start.add_argument(
+        "--queue",
+        type=_arg(_scheduler.parse_queue),
+        action="append",
+        metavar="NAME:CAPACITY",
+        help="a capacity-scheduler queue with CAPACITY percent of the cluster (it "
+        "may grow to all of it when others are idle); repeatable, capacities add "
+        "up to 100; given, they replace the previous start's queues (one queue "
+        "'default': --queue default:100)",
+    )
+    start.add_argument(
+        "--label",
+        type=_arg(_scheduler.parse_label),
+        action="append",
+        metavar="NODE=LABEL",
+        help="put YARN node label LABEL on host NODE (node1, ...) of a --nodes "
+        "cluster, for `tfyarn submit --node_label` / --<role>_node_label; "
+        "repeatable; labels are non-exclusive (unlabelled containers still run "
+        "there); NODE= removes a host's label",
     )
     add_switch(
         start,
@@ -165,7 +199,14 @@ def _requested_settings(
     base = load_settings(cluster.base_dir) or ClusterSettings()
     ports = dict(base.ports)
     ports.update(dict(args.port or []))
+    labels = dict(base.labels)
+    for node, label in args.label or []:
+        labels.pop(node, None)
+        if label:
+            labels[node] = label
     return base.replace(
+        queues=dict(args.queue) if args.queue else None,
+        labels=labels,
         nodes=args.nodes,
         memory_mb=args.memory,
         vcores=args.vcores,

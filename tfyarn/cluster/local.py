@@ -15,7 +15,15 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tfyarn.cluster import _hadoop, _messages, _netns, _probe, _process, _render
+from tfyarn.cluster import (
+    _hadoop,
+    _messages,
+    _netns,
+    _probe,
+    _process,
+    _render,
+    _scheduler,
+)
 from tfyarn.cluster._process import DAEMONS_BY_NAME
 from tfyarn.cluster._secure import SecureCluster, namenode_web, secure_ports
 from tfyarn.cluster._settings import (
@@ -357,9 +365,14 @@ class LocalCluster:
                     _process.check_ports_free(inst.daemon, ports, master)
             if pids["namenode"] is None:
                 self._format_if_needed(java_home, module_flags, log)
+            if pids["resourcemanager"] is None:
+                # Labels come from this start's settings, never an old store.
+                shutil.rmtree(_render.label_store(self.base_dir), ignore_errors=True)
             for inst in to_start:
                 started[inst.key] = self._spawn(inst, java_home, module_flags, log)
             self._wait_ready(settings, started, timeout=timeout, log=log)
+            if "resourcemanager" in started and lay is not None:
+                self._apply_labels(settings, lay, java_home, module_flags, log)
         except BaseException:
             # Leave no half-started cluster behind: daemons, then the hosts.
             _process.terminate([p.pid for p in started.values()], grace=10)
@@ -621,6 +634,61 @@ class LocalCluster:
             if time.monotonic() > deadline:
                 raise ClusterError(
                     _messages.not_ready(self.base_dir, timeout, hdfs, nodes)
+                )
+            time.sleep(0.5)
+
+    def _apply_labels(
+        self,
+        settings: ClusterSettings,
+        lay: _netns.Layout,
+        java_home: Path,
+        module_flags: tuple[str, ...],
+        log: Log,
+    ) -> None:
+        """Create the node labels and put each on its host (``yarn rmadmin``),
+        then wait until the ResourceManager reports them."""
+        host_of = {h.name: h.host for h in lay.hosts}
+        commands = _scheduler.rmadmin_commands(settings.labels, host_of)
+        if not commands:
+            return
+        log(
+            "Labelling hosts: "
+            + ", ".join(f"{n}={lab}" for n, lab in sorted(settings.labels.items()))
+        )
+        env = self._daemon_env(java_home, module_flags)
+        for args in commands:
+            try:
+                done = subprocess.run(
+                    [str(self.bin_dir / "yarn"), *args],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                    check=False,
+                    stdin=subprocess.DEVNULL,
+                )
+            except subprocess.TimeoutExpired as exc:
+                raise ClusterError(
+                    f"`yarn {' '.join(args)}` took more than 120 s"
+                ) from exc
+            if done.returncode != 0:
+                raise ClusterError(
+                    f"`yarn {' '.join(args)}` failed (exit {done.returncode}): "
+                    f"{(done.stderr or done.stdout).strip()[-1500:]}"
+                )
+        want = {host_of[n]: lab for n, lab in settings.labels.items()}
+        rm_web = settings.resolved_ports()["rm_web"]
+        deadline = time.monotonic() + 60
+        while True:
+            nodes = _probe.yarn_nodes(rm_web, self.master_address()) or []
+            have = {n.host: n.labels for n in nodes}
+            if all(lab in have.get(h, ()) for h, lab in want.items()):
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"the ResourceManager does not report the node labels {want} "
+                    f"60 s after `yarn rmadmin` set them (it reports {have}); see "
+                    f"{_process.log_file(self.base_dir, 'resourcemanager')}"
                 )
             time.sleep(0.5)
 

@@ -1,10 +1,12 @@
 """One multi-host local cluster for every test in this directory.
 
-Two hosts (network namespaces ``tfy-<id>-node1``/``node2`` on a bridge), each a
+Three hosts (network namespaces ``tfy-<id>-node1``..``node3`` on a bridge), each a
 NodeManager and a DataNode with a plain environment (no test venv on PATH), in
 their own base dir and on ports shifted by ``MULTIHOST_PORT_OFFSET``, apart
 from the default cluster. Nodes offer 3 GiB each, so a job of four 1 GiB tasks
-and its master cannot fit on one host and must spread.
+and its master cannot fit on one host and must spread. Two queues (default 70%,
+prod 30%) and node labels ``ps`` (node1) and ``work`` (node2), non-exclusive,
+so unlabelled containers still run anywhere; masters run on node3.
 
 The fixture is package-scoped and named ``local_cluster``: it replaces the
 parent directory's autouse fixture for these tests, and puts this cluster's
@@ -28,9 +30,18 @@ from tfyarn.cluster import ClusterSettings, LocalCluster, _netns, use_local_clus
 MULTIHOST_BASE_DIR = Path(
     os.environ.get("TFYARN_MULTIHOST_HOME", "/var/tmp/tfyarn-tests/multihost")
 )
-MULTIHOST_PORT_OFFSET = 300
+# Overridable so two sessions (two worktrees) can run this package side by side.
+MULTIHOST_PORT_OFFSET = int(os.environ.get("TFYARN_MULTIHOST_PORT_OFFSET", "300"))
+# node1 and node2 carry node labels, node3 none: YARN places application
+# masters only on unlabelled hosts (never by non-exclusive sharing).
 MULTIHOST_SETTINGS = ClusterSettings(
-    nodes=2, memory_mb=3072, vcores=4, port_offset=MULTIHOST_PORT_OFFSET
+    nodes=3,
+    memory_mb=3072,
+    vcores=4,
+    port_offset=MULTIHOST_PORT_OFFSET,
+    max_am_resource_percent=1.0,
+    queues={"default": 70, "prod": 30},
+    labels={"node1": "ps", "node2": "work"},
 )
 PYTHON = str(Path(sys.executable))
 DATA = "hdfs:///tmp/tfyarn/digits"

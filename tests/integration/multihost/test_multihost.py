@@ -65,7 +65,7 @@ def test_status_lists_every_host(local_cluster: LocalCluster) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     nodes = json.loads(done.stdout)["nodes"]
-    assert [n["name"] for n in nodes] == ["node1", "node2"]
+    assert [n["name"] for n in nodes] == ["node1", "node2", "node3"]
     for n in nodes:
         assert n["state"] == "RUNNING"
         assert n["netns"] in _netns.existing_netns()

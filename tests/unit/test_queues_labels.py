@@ -1,0 +1,226 @@
+"""Queues and node labels: the local cluster's settings and rendered
+configuration, the job's labels, and the client's refusals before submission."""
+
+from __future__ import annotations
+
+import argparse
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import tfyarn
+from tfyarn.client import preflight
+from tfyarn.cluster import ClusterSettings
+from tfyarn.cluster import _scheduler as scheduler
+from tfyarn.cluster._render import write_config
+from tfyarn.cluster.cli import add_commands
+from tfyarn.errors import ClusterError, SpecError
+from tfyarn.spec import JobSpec, Role, TaskGroup
+
+
+def properties(path: Path) -> dict[str, str]:
+    root = ET.parse(path).getroot()
+    return {
+        p.findtext("name", ""): p.findtext("value", "") for p in root.iter("property")
+    }
+
+
+def test_default_cluster_has_one_queue_and_no_labels(tmp_path: Path) -> None:
+    conf = write_config(ClusterSettings(), base_dir=tmp_path, lib_dir=tmp_path)
+    cs = properties(conf / "capacity-scheduler.xml")
+    assert cs["yarn.scheduler.capacity.root.queues"] == "default"
+    assert cs["yarn.scheduler.capacity.root.default.capacity"] == "100"
+    assert not any("node-labels" in k for k in cs)
+    assert "yarn.node-labels.enabled" not in properties(conf / "yarn-site.xml")
+
+
+def test_queues_and_labels_are_rendered(tmp_path: Path) -> None:
+    settings = ClusterSettings(
+        nodes=3,
+        queues={"default": 70, "prod": 30},
+        labels={"node1": "ps", "node2": "work"},
+    )
+    conf = write_config(settings, base_dir=tmp_path, lib_dir=tmp_path)
+    cs = properties(conf / "capacity-scheduler.xml")
+    root = "yarn.scheduler.capacity.root"
+    assert cs[f"{root}.queues"] == "default,prod"
+    assert cs[f"{root}.prod.capacity"] == "30"
+    assert cs[f"{root}.prod.maximum-capacity"] == "100"
+    assert cs[f"{root}.prod.accessible-node-labels"] == "ps,work"
+    for label in ("ps", "work"):
+        assert cs[f"{root}.accessible-node-labels.{label}.capacity"] == "100"
+        # Each label's capacity is split like the cluster's: 70 + 30.
+        assert cs[f"{root}.default.accessible-node-labels.{label}.capacity"] == "70"
+        assert cs[f"{root}.prod.accessible-node-labels.{label}.capacity"] == "30"
+    site = properties(conf / "yarn-site.xml")
+    assert site["yarn.node-labels.enabled"] == "true"
+    assert site["yarn.node-labels.configuration-type"] == "centralized"
+    # The cluster's own store, not Hadoop's /tmp default every cluster shares.
+    assert site["yarn.node-labels.fs-store.root-dir"].startswith(tmp_path.as_uri())
+
+
+def test_blocks_are_replicated_over_the_hosts(tmp_path: Path) -> None:
+    def replication(nodes: int) -> str:
+        conf = write_config(
+            ClusterSettings(nodes=nodes), base_dir=tmp_path, lib_dir=tmp_path
+        )
+        return properties(conf / "hdfs-site.xml")["dfs.replication"]
+
+    # One host fewer than there are: a pipeline that loses one finds a spare.
+    assert [replication(n) for n in (0, 1, 2, 3, 4, 5)] == [
+        "1",
+        "1",
+        "1",
+        "2",
+        "3",
+        "3",
+    ]
+
+
+def test_rmadmin_labels_the_hosts_non_exclusive() -> None:
+    commands = scheduler.rmadmin_commands(
+        {"node2": "work", "node1": "ps"}, {"node1": "n1.x.test", "node2": "n2.x.test"}
+    )
+    assert commands == [
+        [
+            "rmadmin",
+            "-addToClusterNodeLabels",
+            "ps(exclusive=false),work(exclusive=false)",
+        ],
+        ["rmadmin", "-replaceLabelsOnNode", "n1.x.test=ps n2.x.test=work"],
+    ]
+    assert scheduler.rmadmin_commands({}, {}) == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "words"),
+    [
+        ({"queues": {"a": 50, "b": 40}}, "add up to 100"),
+        ({"queues": {"a.b": 100}}, "no dots"),
+        ({"queues": {"a": 0, "b": 100}}, r"percentage in \(0, 100\]"),
+        ({"labels": {"node1": "ps"}}, "add --nodes N"),
+        ({"nodes": 2, "labels": {"node3": "ps"}}, "hosts are node1, node2"),
+        ({"nodes": 2, "labels": {"node1": "p s"}}, "not a YARN node label"),
+    ],
+)
+def test_bad_queues_and_labels_are_refused(
+    settings: dict[str, Any], words: str
+) -> None:
+    with pytest.raises(ClusterError, match=words):
+        ClusterSettings(**settings)
+
+
+def test_settings_keep_queues_and_labels() -> None:
+    settings = ClusterSettings(
+        nodes=2, queues={"a": 60, "b": 40}, labels={"node1": "x"}
+    )
+    assert ClusterSettings.from_dict(settings.to_dict()) == settings
+
+
+def _start_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers())
+    return parser.parse_args(["cluster", "start", *argv])
+
+
+def test_cluster_start_options(tmp_path: Path) -> None:
+    from tfyarn.cluster.cli import _requested_settings
+    from tfyarn.cluster.local import LocalCluster
+
+    cluster = LocalCluster(tmp_path)
+    args = _start_args(
+        "--nodes", "2", "--queue", "default:70", "--queue", "prod:30",
+        "--label", "node1=ps", "--label", "node2=work", "--label", "node2=",
+    )  # fmt: skip
+    settings = _requested_settings(args, cluster)
+    assert settings.queues == {"default": 70.0, "prod": 30.0}
+    assert settings.labels == {"node1": "ps"}  # node2= took node2's away
+    with pytest.raises(SystemExit):
+        _start_args("--queue", "prod")  # no capacity
+
+
+def _node(host: str, *labels: str) -> Any:
+    return SimpleNamespace(id=f"{host}:8041", labels=set(labels))
+
+
+class _Yarn:
+    def __init__(self, usable: set[str]) -> None:
+        self.usable = usable
+
+    def get_queue(self, name: str) -> Any:
+        return SimpleNamespace(name=name, state="RUNNING", node_labels=self.usable)
+
+
+NODES = [_node("n1", "ps"), _node("n2", "work"), _node("n3")]
+
+
+def _job(**options: Any) -> JobSpec:
+    tasks = {"ps": TaskGroup(count=1), "worker": TaskGroup(count=2)}
+    return JobSpec(script="train.py", tasks=options.pop("tasks", tasks), **options)
+
+
+def test_each_role_gets_its_label_or_the_jobs() -> None:
+    spec = _job(
+        node_label="work",
+        tasks={
+            "chief": TaskGroup(count=1),
+            "ps": TaskGroup(count=1, node_label="ps"),
+            "worker": TaskGroup(count=2),
+        },
+    )
+    assert spec.node_label_of(Role.PS) == "ps"
+    assert spec.node_label_of(Role.WORKER) == "work"
+    services = spec.to_skein(am_source="am.zip").services
+    assert {r: s.node_label for r, s in services.items()} == {
+        "chief": "work",
+        "ps": "ps",
+        "worker": "work",
+    }
+    assert JobSpec.from_env(spec.to_env()) == spec
+    with pytest.raises(SpecError, match="not a YARN node label"):
+        _job(node_label="a||b")
+
+
+def test_labels_on_running_nodes_pass() -> None:
+    spec = _job(tasks={"ps": {"count": 1, "node_label": "ps"}, "worker": {"count": 1}})
+    preflight.check_node_labels(_Yarn({"*"}), spec, NODES)
+    preflight.check_node_labels(_Yarn({"ps"}), spec, NODES)
+
+
+def test_a_label_no_node_has_is_refused_naming_those_there() -> None:
+    spec = _job(tasks={"ps": {"count": 1}, "worker": {"count": 1, "node_label": "gpu"}})
+    with pytest.raises(
+        SpecError,
+        match=r"--worker_node_label gpu: no running node has the label 'gpu'.*"
+        r"ps \(n1\); work \(n2\)",
+    ):
+        preflight.check_node_labels(_Yarn({"*"}), spec, NODES)
+    inherited = _job(node_label="gpu")
+    with pytest.raises(SpecError, match="--node_label gpu"):
+        preflight.check_node_labels(_Yarn({"*"}), inherited, NODES)
+    with pytest.raises(SpecError, match="no running node has a label"):
+        preflight.check_node_labels(_Yarn({"*"}), inherited, [_node("n3")])
+
+
+def test_a_label_the_queue_may_not_use_is_refused() -> None:
+    spec = _job(node_label="work")
+    with pytest.raises(
+        SpecError, match=r"queue 'default' may not use .*its labels: ps"
+    ):
+        preflight.check_node_labels(_Yarn({"ps"}), spec, NODES)
+
+
+def test_submit_with_an_unknown_label_submits_nothing(tmp_path: Path) -> None:
+    from _fake_yarn import FakeYarn
+
+    script = tmp_path / "train.py"
+    script.write_text("")
+    fake = FakeYarn()
+    with pytest.raises(SpecError, match="--ps_node_label gpu"):
+        tfyarn.submit(
+            str(script), num_ps=1, num_worker=1, ps_node_label="gpu", client=fake
+        )
+    assert fake.submitted == []
