@@ -54,10 +54,17 @@ def spawn_env(base_env: Mapping[str, str], port: int) -> dict[str, str]:
 def formed_env(
     ctx: TaskContext, cluster: _tfconfig.Cluster, restart: int
 ) -> dict[str, str]:
-    """What the script's environment gains once the cluster formed."""
+    """What the script's environment gains once the cluster formed: TF_CONFIG
+    and the task's identity (a declared container's env lacks most of it)."""
+    identity = _env.task_env(
+        index=ctx.index,
+        attempt=ctx.attempt,
+        master_address=ctx.master_address,
+        restart=restart,
+    )
     return {
         "TF_CONFIG": _tfconfig.tf_config(cluster, ctx.role.value, ctx.index),
-        _env.RESTART: str(restart),
+        **identity,
     }
 
 
