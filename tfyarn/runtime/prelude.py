@@ -32,15 +32,22 @@ from tfyarn.runtime.context import TaskContext
 BOOTSTRAP = Path(__file__).parent / "_bootstrap" / "preload.py"
 
 
-def spawn_env(base_env: Mapping[str, str], port: int) -> dict[str, str]:
+def spawn_env(
+    base_env: Mapping[str, str], port: int, ctx: TaskContext
+) -> dict[str, str]:
     """The script's environment as far as it is known before formation.
 
     ``TF_GRPC_REUSE_PORT`` is read when TensorFlow creates its server and may
-    be read at import, so it must be there when the interpreter starts.
+    be read at import, so it must be there when the interpreter starts. The
+    task's index and attempt are there from the start too (a declared
+    container's env lacks them): tools that find a task's script by its
+    ``/proc/<pid>/environ`` see them.
     """
     env = dict(base_env)
     env.update(
         {
+            _env.TASK_INDEX: str(ctx.index),
+            _env.ATTEMPT: str(ctx.attempt),
             # TensorFlow binds its port with SO_REUSEPORT, next to our
             # reservation (tfyarn/runtime/ports.py).
             "TF_GRPC_REUSE_PORT": "1",

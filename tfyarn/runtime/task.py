@@ -150,7 +150,7 @@ class Runtime:
                 ", ".join(self.spec.preimport),
             )
         else:
-            env = {**prelude.spawn_env(self.base_env, port), **formed}
+            env = {**prelude.spawn_env(self.base_env, port, self.ctx), **formed}
             child = _child.start(command, env, cwd=self.workdir, tail=self.stderr_tail)
             log.info("%s starts: %s", self.ctx.key, " ".join(command))
         _child.supervise(child.popen, self.stop)
@@ -162,7 +162,7 @@ class Runtime:
         child = _child.prestart(
             script,
             self.spec.preimport,
-            prelude.spawn_env(self.base_env, port),
+            prelude.spawn_env(self.base_env, port, self.ctx),
             cwd=self.workdir,
             tail=self.stderr_tail,
         )
