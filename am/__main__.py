@@ -2,7 +2,8 @@
 
 skein starts this next to its Java AM (the Master's script) with the job in
 ``TFYARN_JOB``. Steps: serve the gRPC contract with mutual TLS, publish the
-address in the kv store (``tfyarn.master``), launch every task, reconcile until
+address in the kv store (``tfyarn.master``), take the declared containers (the
+job's initial tasks; later ones it adds itself), reconcile until
 the job ends, then end the application with its final status.
 """
 

@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from tfyarn.contract import env as _env
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -48,6 +50,17 @@ class Launcher:
     async def start(self, role: str, env: Mapping[str, str]) -> ContainerInfo:
         """Ask for one container of the service named ``role``."""
         raise NotImplementedError
+
+    async def declared(self, role: str, index: int) -> ContainerInfo:
+        """The container the application spec itself requested for a task.
+
+        skein asks YARN for the services' instances with its first heartbeat
+        (and again in every master attempt, numbered from 0 again): no call
+        is needed, only the id, which :mod:`tfyarn.contract.env` defines.
+        """
+        return ContainerInfo(
+            id=_env.declared_container_id(role, index), state="REQUESTED"
+        )
 
     async def kill(self, container_id: str) -> None:
         raise NotImplementedError
@@ -265,12 +278,15 @@ class FakeLauncher(Launcher):
     Tests drive it with :meth:`grant` and :meth:`end`, and read what the master
     did from ``started``, ``killed``, ``kv``, ``progress`` and ``final``. With
     ``kill_error`` set, every kill raises it (YARN refusing), and is counted
-    in ``kill_attempts`` all the same.
+    in ``kill_attempts`` all the same. The job's initial containers (declared
+    in the application spec) are in ``declared``, those asked for later in
+    ``started``.
     """
 
     app_id: str = "application_0_0001"
     containers: dict[str, ContainerInfo] = field(default_factory=dict)
     started: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    declared_ids: list[str] = field(default_factory=list)
     killed: list[str] = field(default_factory=list)
     kv: dict[str, str] = field(default_factory=dict)
     progress: float = 0.0
@@ -288,6 +304,19 @@ class FakeLauncher(Launcher):
         info = ContainerInfo(id=f"{role}_{instance}", state="REQUESTED")
         self.containers[info.id] = info
         self.started.append((info.id, dict(env)))
+        return info
+
+    @property
+    def launched(self) -> list[str]:
+        """Every container id the job asked for, declared first, in order."""
+        return self.declared_ids + [cid for cid, _ in self.started]
+
+    async def declared(self, role: str, index: int) -> ContainerInfo:
+        info = await super().declared(role, index)
+        # skein numbers later containers of the service after the declared ones.
+        self._next[role] = max(self._next.get(role, 0), index + 1)
+        self.containers[info.id] = info
+        self.declared_ids.append(info.id)
         return info
 
     def grant(self, container_id: str) -> None:

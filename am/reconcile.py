@@ -147,17 +147,22 @@ class Reconciler:
     # -- launching ------------------------------------------------------------------
 
     async def _launch_all(self) -> None:
-        # One log line per role, not one per task: a big job has thousands.
+        """The job's initial containers: declared in the application spec, so
+        skein asked YARN for them with its first heartbeat; nothing to call.
+        Replacements and restarts go through :meth:`_launch`."""
         state = self.state
+        now = state.clock()
         for role in ROLES:
             tasks = [t for t in state.tasks.values() if t.role is role]
             for task in tasks:
-                if state.outcome is not None:
-                    return
-                await self._launch(task, quiet=True)
+                info = await state.launcher.declared(role.value, task.index)
+                task.container_id = info.id
+                task.requested_at = now
+                state.note(task, f"container {info.id} requested", quiet=True)
             if tasks:
+                # One log line per role, not one per task: a big job has thousands.
                 log.info(
-                    "requested %d %s container(s): %s .. %s",
+                    "%d %s container(s) requested with the application: %s .. %s",
                     len(tasks),
                     role.value,
                     tasks[0].container_id,
@@ -166,14 +171,13 @@ class Reconciler:
 
     async def _launch(self, task: Task, *, quiet: bool = False) -> None:
         state = self.state
-        env = {
-            _env.TASK_INDEX: str(task.index),
-            _env.ATTEMPT: str(task.attempt),
-            _env.MASTER_ADDRESS: state.master_address,
-            _env.RESTART: str(state.cluster_restarts),
-        }
-        if task.port:
-            env[_env.PORT] = str(task.port)  # a replaced task keeps its address
+        env = _env.task_env(
+            index=task.index,
+            attempt=task.attempt,
+            master_address=state.master_address,
+            restart=state.cluster_restarts,
+            port=task.port or 0,  # a replaced task keeps its address
+        )
         # A gang give-back's new request still counts from the formation's start.
         since, task.waiting_since = task.waiting_since, None
         task.requested_at = state.clock() if since is None else since

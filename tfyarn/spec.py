@@ -525,9 +525,13 @@ class JobSpec:
         """Compile to a ``skein.ApplicationSpec``.
 
         The master runs ``python -m am`` next to skein's Java AM; each role is a
-        skein service with no instances, which the master fills itself with
-        ``add_container`` (giving each container its task index). Services allow
-        failures and never restart on their own: the master decides.
+        skein service with one instance per task, so the initial requests leave
+        with the AM's first heartbeat to YARN (the master's own ``add_container``
+        calls would wait for skein's next one, up to 5 s). A declared container's
+        task index is its skein instance (:mod:`tfyarn.contract.env`). The master
+        adds every later container itself (replacements, restarts), with the
+        index in its env. Services allow failures and never restart on their
+        own: the master decides.
         ``interpreter``: the shipped Python environment (``--python_env``,
         prepared by the client); default ``self.python`` on every node.
         """
@@ -554,7 +558,7 @@ class JobSpec:
                 else python
             )
             services[role.value] = skein.Service(
-                instances=0,
+                instances=group.count,
                 resources=skein.Resources(memory=memory, vcores=vcores, gpus=gpus),
                 files={**task_files, **role_python.skein_files()},
                 env={

@@ -1,7 +1,8 @@
 """Fault injection from outside, as a real failure would hit a job.
 
 Processes are found by what YARN and tfyarn put in their environment
-(``CONTAINER_ID``, ``TFYARN_ROLE``, ``TFYARN_TASK_INDEX``, ``TFYARN_ATTEMPT``),
+(``CONTAINER_ID``, ``TFYARN_ROLE``, ``TFYARN_TASK_INDEX`` or skein's
+``SKEIN_CONTAINER_ID``, ``TFYARN_ATTEMPT``),
 read from ``/proc/<pid>/environ``; never by a name pattern, so only the job
 under test is ever touched.
 """
@@ -13,6 +14,8 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tfyarn.contract.env import task_index
 
 
 @dataclass(frozen=True)
@@ -82,13 +85,22 @@ def task_process(
     role, index = task.split(":")
     for proc in job_processes(app_id):
         env = proc.env
-        if (env.get("TFYARN_ROLE"), env.get("TFYARN_TASK_INDEX")) != (role, index):
+        if env.get("TFYARN_ROLE") != role or _index(env) != int(index):
             continue
-        if attempt is not None and env.get("TFYARN_ATTEMPT") != str(attempt):
+        if attempt is not None and env.get("TFYARN_ATTEMPT", "0") != str(attempt):
             continue
         if proc.is_script if script else proc.is_runtime:
             return proc
     raise AssertionError(f"no {'script' if script else 'runtime'} process of {task}")
+
+
+def _index(env: dict[str, str]) -> int | None:
+    """The task index, as the runtime reads it (a declared container's runtime
+    has only skein's container id)."""
+    try:
+        return task_index(env)
+    except ValueError:
+        return None
 
 
 def kill_task(app_id: str, task: str, sig: int = signal.SIGKILL, **kw: object) -> Proc:

@@ -116,9 +116,9 @@ def test_a_cluster_short_of_containers_gives_them_back_and_asks_again() -> None:
         relaunch_at = state.tasks[(Role.WORKER, 0)].relaunch_at
         assert clock.now + MIN_PAUSE <= relaunch_at <= clock.now + 10
         await step(state, clock, relaunch_at - clock.now - 0.5)
-        assert len(launcher.started) == 3  # not yet: the pause runs
+        assert len(launcher.launched) == 3  # not yet: the pause runs
         await step(state, clock, 1)
-        new = launcher.started[3:]
+        new = launcher.started  # the declared three are not among them
         assert [cid for cid, _ in new] == ["worker_3", "worker_4", "worker_5"]
         assert all(env["TFYARN_ATTEMPT"] == "1" for _, env in new)
         assert all("TFYARN_PORT" not in env for _, env in new)  # nothing to keep
@@ -219,7 +219,7 @@ def test_a_cluster_restart_is_a_formation_too() -> None:
         # An all-reduce worker fails: the whole cluster restarts.
         state.task_end("worker", 1, 0, 1, "boom")
         launcher.end("worker_1", "FAILED")
-        while len(launcher.started) < 4:
+        while len(launcher.launched) < 4:
             await step(state, clock, 1)
         assert phase(state) is Phase.RESTARTING
         launcher.grant("worker_2")  # worker:0's new container; worker:1 waits
@@ -232,7 +232,7 @@ def test_a_cluster_restart_is_a_formation_too() -> None:
         for _ in range(25):  # the pause (<= 10 s), then a new round
             await step(state, clock, 1)
         assert phase(state) is Phase.RESTARTING  # back to forming, not RUNNING
-        assert len(launcher.started) == 6
+        assert len(launcher.launched) == 6
         state.request_kill("test over")
 
     run(spec, scenario)

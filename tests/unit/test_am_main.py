@@ -50,9 +50,11 @@ def test_serve_publishes_address_adds_page_and_ends_the_app() -> None:
     assert code == 1
     assert launcher.kv[MASTER_KEY].startswith("127.0.0.1:")
     assert launcher.pages["tfyarn"].startswith("http://127.0.0.1:")  # loopback only
-    assert launcher.started[0][1]["TFYARN_MASTER_ADDRESS"] == launcher.kv[MASTER_KEY]
-    assert launcher.started[0][1]["TFYARN_RESTART"] == "1"
+    # skein re-requests the declared containers in every attempt, numbered
+    # from 0 again; the cluster this attempt forms carries restart 1.
+    assert launcher.declared_ids == ["worker_0"] and launcher.started == []
     status = json.loads(launcher.kv[STATUS_KEY])
+    assert status["cluster_restarts"] == 1
     assert status["phase"] == "FAILED" and status["restarts"] == 1
     assert "application master attempt 2" in status["restart_reasons"][0]
     assert launcher.final is not None and launcher.final[0] == "FAILED"
@@ -70,7 +72,7 @@ def test_a_reattempt_after_a_decided_failure_repeats_it_and_runs_nothing() -> No
     launcher = Remembering()
     code = asyncio.run(asyncio.wait_for(serve(job(), launcher, host="127.0.0.1"), 30))
     assert code == 1
-    assert launcher.started == []
+    assert launcher.started == [] and launcher.declared_ids == []
     assert launcher.final == ("FAILED", "worker:1 exited with code 3; budget used up")
 
 
@@ -93,8 +95,9 @@ def test_a_reattempt_goes_on_with_the_restarts_charged_before() -> None:
 
     assert code == 1
     # One restart by the first attempt, one for the new master attempt.
-    assert launcher.started[0][1]["TFYARN_RESTART"] == "2"
+    assert launcher.declared_ids == ["worker_0"]
     status = json.loads(launcher.kv[STATUS_KEY])
+    assert status["cluster_restarts"] == 2
     assert status["restarts"] == 2 and status["budget_used"] == 1
     assert "application master attempt 2" in status["restart_reasons"][1]
     # The budget was used up before: this attempt's first failure ends the job,

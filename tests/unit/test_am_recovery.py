@@ -70,7 +70,7 @@ def test_lost_ps_strategy_worker_is_replaced_alone_at_its_old_port() -> None:
         assert env["TFYARN_RESTART"] == "0"  # not a cluster restart
         # Nobody else was stopped or relaunched.
         assert launcher.killed == []
-        assert len(launcher.started) == 5
+        assert len(launcher.launched) == 5
         for key in ("chief", "ps"):
             assert state.tasks[(Role(key), 0)].state is TaskState.RUNNING
         launcher.grant("worker_2")
@@ -115,7 +115,7 @@ def test_lost_ps_restarts_the_whole_cluster_with_a_new_generation() -> None:
             async for e in chief.events()
         ]
         assert kinds == ["cluster_spec", "stop"]  # the chief hears Stop with grace
-        assert len(launcher.started) == 4  # nothing relaunched before the old end
+        assert len(launcher.launched) == 4  # nothing relaunched before the old end
         # Old containers end (the ps one by itself, others after their Stop).
         for cid in ("chief_0", "ps_0", "worker_0"):
             launcher.end(cid, "SUCCEEDED")
@@ -127,8 +127,8 @@ def test_lost_ps_restarts_the_whole_cluster_with_a_new_generation() -> None:
         await state.reconcile_once()
         assert "worker_1" in launcher.killed
         await tick(state, clock)
-        assert len(launcher.started) == 8
-        for _, env in launcher.started[4:]:
+        assert len(launcher.launched) == 8
+        for _, env in launcher.started:  # every one after the declared four
             assert env["TFYARN_ATTEMPT"] == "1" and env["TFYARN_RESTART"] == "1"
         assert started_env(launcher, "ps_1")["TFYARN_PORT"] == str(ports["ps:0"])
         for cid in list(launcher.containers):
@@ -267,7 +267,7 @@ def test_stop_job_stops_every_task_with_a_grace_and_restarts_nothing() -> None:
         assert events[-1].stop.grace_seconds == 4
         state.task_end("worker", 1, 0, -15, "Terminated")  # not a failure now
         await state.reconcile_once()
-        assert len(launcher.started) == 4 and state.restarts == 0
+        assert len(launcher.launched) == 4 and state.restarts == 0
         state.request_kill("the application master received SIGTERM (killed)")
 
     state, launcher = run(spec, scenario)

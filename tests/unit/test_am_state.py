@@ -68,17 +68,38 @@ def register_all(state: JobState, launcher: FakeLauncher) -> None:
 
 def test_master_launches_each_task_with_its_identity() -> None:
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
-        assert [cid for cid, _ in launcher.started] == ["ps_0", "worker_0", "worker_1"]
-        env = dict(launcher.started[2][1])
+        # The initial tasks are declared in the application spec: each is its
+        # skein instance, nothing asked for by the master.
+        assert launcher.declared_ids == ["ps_0", "worker_0", "worker_1"]
+        assert launcher.started == []
+        assert state.tasks[(Role.WORKER, 1)].container_id == "worker_1"
+        # A replacement is added, with its identity in its env.
+        launcher.grant("worker_1")
+        register(state, "worker", 1, 2001)
+        state.task_end("worker", 1, 0, -9, "")
+        launcher.end("worker_1", "KILLED")
+        for _ in range(30):
+            clock.now += 1
+            await state.reconcile_once()
+            if launcher.started:
+                break
+        cid, env = next(
+            (cid, env)
+            for cid, env in launcher.started
+            if env["TFYARN_TASK_INDEX"] == "1"
+        )
+        # skein's next instance of the service: not the task index.
+        assert cid not in ("worker_0", "worker_1")
         assert env == {
             "TFYARN_TASK_INDEX": "1",
-            "TFYARN_ATTEMPT": "0",
+            "TFYARN_ATTEMPT": "1",
             "TFYARN_MASTER_ADDRESS": "m:1",
-            "TFYARN_RESTART": "0",
+            "TFYARN_RESTART": "1",  # no chief: a lost worker restarts the cluster
+            "TFYARN_PORT": "2001",
         }
         state.request_kill("test over")
 
-    state, launcher = run(job(tasks={"ps": 1, "worker": 2}), scenario)
+    state, launcher = run(job(tasks={"ps": 1, "worker": 2}, max_restarts=1), scenario)
     assert state.phase is Phase.KILLED
     assert launcher.final is None  # a killed application is torn down by YARN
 

@@ -16,20 +16,35 @@ from pathlib import Path
 from tfyarn import hdfs
 from tfyarn.contract import env as _env
 from tfyarn.runtime import prelude
+from tfyarn.runtime.context import TaskContext
+from tfyarn.spec import JobSpec, Role
+
+CTX = TaskContext(
+    spec=JobSpec(script="train.py"),
+    role=Role.WORKER,
+    index=0,
+    attempt=0,
+    restart=0,
+    master_address="",
+    host="localhost",
+    port=0,
+    container_id="worker_0",
+    yarn_container_id="",
+)
 
 
 def test_spawn_env_points_the_script_at_the_plugin(monkeypatch, tmp_path) -> None:
     lib = tmp_path / "libtfyarn_hdfs.so"
     lib.write_bytes(b"")
     monkeypatch.setattr(hdfs, "LIBRARY", lib)
-    env = prelude.spawn_env({"PYTHONPATH": "/user/lib"}, 1234)
+    env = prelude.spawn_env({"PYTHONPATH": "/user/lib"}, 1234, CTX)
     assert env[_env.HDFS_PLUGIN] == str(lib)
     assert env["PYTHONPATH"] == os.pathsep.join([str(prelude.SITE), "/user/lib"])
     # An empty TFYARN_HDFS_PLUGIN in the job's environment turns it off.
-    off = prelude.spawn_env({_env.HDFS_PLUGIN: ""}, 1234)
+    off = prelude.spawn_env({_env.HDFS_PLUGIN: ""}, 1234, CTX)
     assert "PYTHONPATH" not in off
     monkeypatch.setattr(hdfs, "LIBRARY", tmp_path / "absent.so")
-    assert _env.HDFS_PLUGIN not in prelude.spawn_env({}, 1234)
+    assert _env.HDFS_PLUGIN not in prelude.spawn_env({}, 1234, CTX)
 
 
 def test_sitecustomize_registers_after_the_import_and_chains(tmp_path: Path) -> None:

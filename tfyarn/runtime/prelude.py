@@ -37,15 +37,22 @@ BOOTSTRAP = Path(__file__).parent / "_bootstrap" / "preload.py"
 SITE = Path(__file__).parent / "_site"
 
 
-def spawn_env(base_env: Mapping[str, str], port: int) -> dict[str, str]:
+def spawn_env(
+    base_env: Mapping[str, str], port: int, ctx: TaskContext
+) -> dict[str, str]:
     """The script's environment as far as it is known before formation.
 
     ``TF_GRPC_REUSE_PORT`` is read when TensorFlow creates its server and may
-    be read at import, so it must be there when the interpreter starts.
+    be read at import, so it must be there when the interpreter starts. The
+    task's index and attempt are there from the start too (a declared
+    container's env lacks them): tools that find a task's script by its
+    ``/proc/<pid>/environ`` see them.
     """
     env = dict(base_env)
     env.update(
         {
+            _env.TASK_INDEX: str(ctx.index),
+            _env.ATTEMPT: str(ctx.attempt),
             # TensorFlow binds its port with SO_REUSEPORT, next to our
             # reservation (tfyarn/runtime/ports.py).
             "TF_GRPC_REUSE_PORT": "1",
@@ -78,10 +85,17 @@ def hdfs_plugin_env(env: Mapping[str, str]) -> dict[str, str]:
 def formed_env(
     ctx: TaskContext, cluster: _tfconfig.Cluster, restart: int
 ) -> dict[str, str]:
-    """What the script's environment gains once the cluster formed."""
+    """What the script's environment gains once the cluster formed: TF_CONFIG
+    and the task's identity (a declared container's env lacks most of it)."""
+    identity = _env.task_env(
+        index=ctx.index,
+        attempt=ctx.attempt,
+        master_address=ctx.master_address,
+        restart=restart,
+    )
     return {
         "TF_CONFIG": _tfconfig.tf_config(cluster, ctx.role.value, ctx.index),
-        _env.RESTART: str(restart),
+        **identity,
     }
 
 

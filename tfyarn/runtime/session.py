@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.contract.channel import MasterClient, backoff_delays, call_until
@@ -42,7 +43,8 @@ class MasterSession:
         self.spec = ctx.spec
         self.stop = stop
         self.timeouts = timeouts
-        self.client = MasterClient(ctx.master_address, credentials)
+        self.credentials = credentials
+        self.client: MasterClient | None = None  # once the address is known (start)
         self.cluster_ready = threading.Event()
         self.cluster: pb.ClusterSpec | None = None
         self.reached_master = threading.Event()  # any call answered
@@ -57,7 +59,8 @@ class MasterSession:
 
     def start(self, port: int) -> None:
         """Register (riding on the WatchCluster call: one RPC per task) and
-        start heartbeating."""
+        start heartbeating. ``ctx.master_address`` must be known by now."""
+        self.client = MasterClient(self.ctx.master_address, self.credentials)
         self.registration = pb.RegisterTaskRequest(
             task=self.ctx.task_key(),
             attempt=self.ctx.attempt,
@@ -69,9 +72,14 @@ class MasterSession:
         threading.Thread(target=self._watch, name="watch", daemon=True).start()
         threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
 
+    def found_master(self, address: str) -> None:
+        """A declared container learned the master's address (before :meth:`start`)."""
+        self.ctx = replace(self.ctx, master_address=address)
+
     def close(self) -> None:
         self.done.set()
-        self.client.close()
+        if self.client is not None:
+            self.client.close()
 
     def wait_for_cluster(self) -> bool:
         """Wait for the ClusterSpec (bounded); False if told to stop first."""
@@ -98,10 +106,13 @@ class MasterSession:
             exit_code=code,
             stderr_tail=stderr_tail,
         )
+        client = self.client
+        if client is None:
+            return  # never reached the master: no one to tell
         try:
             call_until(
                 f"reporting the end of {self.ctx.key}",
-                lambda timeout: self.client.report_task_end(request, timeout=timeout),
+                lambda timeout: client.report_task_end(request, timeout=timeout),
                 deadline=time.monotonic() + self.timeouts.report_end,
                 attempt_timeout=self.timeouts.report_end_attempt,
             )
@@ -113,6 +124,8 @@ class MasterSession:
 
     def _watch(self) -> None:
         """Register and follow WatchCluster; reconnect while the master answers."""
+        client = self.client
+        assert client is not None
         delay = backoff_delays(cap=5.0)
         started = last_ok = time.monotonic()
         while not self.done.is_set():
@@ -125,7 +138,7 @@ class MasterSession:
                 known_credentials=self.credentials_version,
             )
             try:
-                for event in self.client.watch_cluster(request):
+                for event in client.watch_cluster(request):
                     last_ok = time.monotonic()
                     self.reached_master.set()
                     if event.HasField("credentials"):
@@ -179,6 +192,8 @@ class MasterSession:
             self.credentials_version = credentials.version
 
     def _heartbeat(self) -> None:
+        client = self.client
+        assert client is not None
         request = pb.HeartbeatRequest(
             task=self.ctx.task_key(), attempt=self.ctx.attempt
         )
@@ -188,7 +203,7 @@ class MasterSession:
         last_ok = time.monotonic()
         while not self.done.wait(interval):
             try:
-                self.client.heartbeat(request, timeout=max(interval, 5.0))
+                client.heartbeat(request, timeout=max(interval, 5.0))
                 last_ok = time.monotonic()
                 self.reached_master.set()
             except MasterRefusedError as exc:

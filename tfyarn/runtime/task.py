@@ -14,11 +14,13 @@ import logging
 import os
 import socket
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from tfyarn.contract import clusterspec as _clusterspec
+from tfyarn.errors import MasterUnavailableError
 from tfyarn.runtime import child as _child
-from tfyarn.runtime import prelude
+from tfyarn.runtime import discover, prelude
 from tfyarn.runtime.context import TaskContext
 from tfyarn.runtime.ports import reserve_task_port, reserved_port
 from tfyarn.runtime.session import MasterSession
@@ -76,6 +78,8 @@ class Runtime:
             script = self.workdir / self.spec.script_name
             if self.spec.preimport and script.is_file():
                 self.prestarted = self._prestart(script, port)
+            if not self.ctx.master_address and not self._find_master():
+                return self._end_without_script()
             self.session.start(port)
             if not self.session.wait_for_cluster():
                 return self._end_without_script()
@@ -86,6 +90,20 @@ class Runtime:
             self._discard_prestarted()
             self.session.close()
             sock.close()  # the port is free only once the task is over
+
+    def _find_master(self) -> bool:
+        """A declared container: the master's address from skein's kv store."""
+        try:
+            address = discover.master_address(
+                self.spec.registration_timeout, stopped=self.stop.event
+            )
+        except MasterUnavailableError as exc:
+            self.stop.set(f"could not register: {exc}", 0)
+            return False
+        log.info("%s found the master at %s", self.ctx.key, address)
+        self.ctx = replace(self.ctx, master_address=address)
+        self.session.found_master(address)
+        return True
 
     def _reserve(self) -> socket.socket:
         return reserve_task_port(
@@ -132,7 +150,7 @@ class Runtime:
                 ", ".join(self.spec.preimport),
             )
         else:
-            env = {**prelude.spawn_env(self.base_env, port), **formed}
+            env = {**prelude.spawn_env(self.base_env, port, self.ctx), **formed}
             child = _child.start(command, env, cwd=self.workdir, tail=self.stderr_tail)
             log.info("%s starts: %s", self.ctx.key, " ".join(command))
         _child.supervise(child.popen, self.stop)
@@ -144,7 +162,7 @@ class Runtime:
         child = _child.prestart(
             script,
             self.spec.preimport,
-            prelude.spawn_env(self.base_env, port),
+            prelude.spawn_env(self.base_env, port, self.ctx),
             cwd=self.workdir,
             tail=self.stderr_tail,
         )
