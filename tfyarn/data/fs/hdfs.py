@@ -12,7 +12,12 @@ from urllib.parse import urlparse
 
 from tfyarn.data.fs import deadline as _deadline
 from tfyarn.data.fs.base import READ_CHUNK, FileInfo, FileSystem
-from tfyarn.data.fs.errors import NameNodeUnreachableError, mapped_error
+from tfyarn.data.fs.errors import (
+    HdfsAuthError,
+    NameNodeUnreachableError,
+    kerberos_message,
+    mapped_error,
+)
 from tfyarn.errors import HdfsError
 
 T = TypeVar("T")
@@ -93,6 +98,24 @@ class HdfsFileSystem(FileSystem):
                     ) from exc
             return self._client
 
+    def _require_credentials(self, op: str, url: str) -> None:
+        """On a Kerberos cluster, refuse before hdfs-native meets an empty
+        ticket cache: its GSSAPI call can crash the process (SIGSEGV) there
+        instead of failing. Containers (delegation tokens) and keytab logins
+        (``KRB5_CLIENT_KTNAME``) need no ticket."""
+        if os.environ.get("HADOOP_TOKEN_FILE_LOCATION") or os.environ.get(
+            "KRB5_CLIENT_KTNAME"
+        ):
+            return
+        conf_dir = os.environ.get("HADOOP_CONF_DIR") or _config_dir()
+        if not conf_dir:
+            return
+        from tfyarn.client import kerberos  # the user's side only: lazily
+
+        if kerberos.is_secure(conf_dir) and not kerberos.has_ticket():
+            message = kerberos_message(op, url, "gss_s_no_cred", self.prefix)
+            raise HdfsAuthError(message or f"HDFS {op} of {url}: no Kerberos ticket")
+
     def _url(self, path: str) -> str:
         return self.prefix + path
 
@@ -104,6 +127,8 @@ class HdfsFileSystem(FileSystem):
 
     def _call(self, op: str, url: str, fn: Callable[[Any], T]) -> T:
         """Run one client call with a deadline, mapping errors to HdfsError."""
+        if self._client is None:
+            self._require_credentials(op, url)
         client = self._get_client()
         try:
             return _deadline.RUNNER.run(lambda: fn(client), self.timeout)
