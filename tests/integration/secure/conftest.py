@@ -25,7 +25,8 @@ from tfyarn.cluster._kdc import missing_tools
 SECURE_BASE_DIR = Path(
     os.environ.get("TFYARN_SECURE_HOME", "/var/tmp/tfyarn-tests/secure")
 )
-SECURE_PORT_OFFSET = 500
+# TFYARN_SECURE_PORT_OFFSET: a second secure cluster beside one that runs.
+SECURE_PORT_OFFSET = int(os.environ.get("TFYARN_SECURE_PORT_OFFSET", "500"))
 TOKEN_LIFETIME_S = 120
 SECURE_SETTINGS = ClusterSettings(
     secure=True,

@@ -209,6 +209,54 @@ def test_a_task_reads_and_writes_hdfs_with_tokens_only(
     assert written == b"READ WITH A DELEGATION TOKEN\n"
 
 
+READ_SECRET = """\
+import sys
+
+from tfyarn.data import fs
+
+url = sys.argv[1]
+print(b"".join(fs.resolve(url).read_chunks(url)).decode())
+"""
+
+
+@pytest.mark.slow
+def test_a_job_cannot_read_a_path_its_user_may_not(
+    local_cluster: LocalCluster, no_ticket: dict[str, str], tmp_path: Path
+) -> None:
+    """HDFS enforces the job's user (the delegation tokens' owner) in its
+    tasks, and the job's diagnostics say so plainly, naming that user."""
+    secure = local_cluster.secure()
+    other = "tfyarnother"  # a second user of the realm, no superuser
+    principal = f"{other}@{secure.kdc.realm}"
+    keytab = secure.kdc.add_principal(principal, tmp_path / "other.keytab")
+    base = f"/tmp/tfyarn-private-{uuid.uuid4().hex[:8]}"
+    owner = fs.resolve(f"hdfs://{base}")  # the cluster's user, with its ticket
+    owner.mkdirs(f"hdfs://{base}")
+    with owner.open_output(f"hdfs://{base}/secret.txt") as out:
+        out.write(b"not for tfyarnother\n")
+    owner.set_permission(f"hdfs://{base}", 0o700)
+    # skein stages the job's files in the submitter's HDFS home.
+    owner.mkdirs(f"hdfs:///user/{other}")
+    owner.set_owner(f"hdfs:///user/{other}", other)
+    task = tmp_path / "read_secret.py"
+    task.write_text(READ_SECRET)
+    done, took = tfyarn(
+        "submit", "--principal", principal, "--keytab", str(keytab),
+        "--num_worker", "1", "--no_preimport", "--worker_memory", "512m",
+        "--max_restarts", "0",
+        str(task), f"hdfs://{base}/secret.txt",
+        env=no_ticket,
+    )  # fmt: skip
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    assert "final status: FAILED" in said, said[-3000:]
+    assert "not for tfyarnother" not in said
+    denied = [line for line in said.splitlines() if "permission denied for" in line]
+    assert denied, said[-3000:]
+    assert f"on hdfs://{base}/secret.txt as user '{other}'" in denied[0], denied[0]
+    print(f"refused job took {took:.1f} s: {denied[0][:200]}")
+
+
 def test_a_stopped_kdc_is_named_for_keytab_ticket_and_hdfs(
     local_cluster: LocalCluster, no_ticket: dict[str, str], script: Path, tmp_path: Path
 ) -> None:
