@@ -125,4 +125,19 @@ def job_image(base_image: str) -> str:
     tag = f"tfyarn-test/job:{_job_recipe(base_image)}"
     if not image_exists(tag):
         image_build.build(tag, base=base_image)
+        _remove_other_job_images(tag)
     return tag
+
+
+def _remove_other_job_images(keep: str) -> None:
+    """Each change of the sources makes a new 2 GB job image: keep only the
+    newest (one a running container still uses stays; docker refuses)."""
+    listed = subprocess.run(
+        ["docker", "image", "ls", "tfyarn-test/job", "--format", "{{.Repository}}:{{.Tag}}"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    stale = [name for name in listed.stdout.split() if name != keep]
+    if stale:
+        subprocess.run(
+            ["docker", "rmi", *stale], capture_output=True, timeout=300, check=False
+        )
