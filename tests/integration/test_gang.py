@@ -32,6 +32,11 @@ pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 SCRIPT = Path(__file__).with_name("jobs") / "gang_sleep.py"
 AM_MIB = 512
 WORKERS = 3
+ALLOCATION_TIMEOUT_S = 10
+# The job that got every worker must hold them well past the other's
+# allocation_timeout, or the other is served before it would give back: with
+# the initial requests declared in the skein spec a 10 s job ended first.
+WORK_S = 3 * ALLOCATION_TIMEOUT_S
 
 
 def free_memory_mib() -> int:
@@ -54,7 +59,7 @@ def test_two_jobs_that_do_not_fit_together_both_finish(skein_client: Any) -> Non
         "worker_memory": f"{worker} MiB",
         "am_memory": f"{AM_MIB} MiB",
         "preimport": [],
-        "allocation_timeout": 10,
+        "allocation_timeout": ALLOCATION_TIMEOUT_S,
         "registration_timeout": 240,
         "heartbeat_interval": 1,
         "stop_grace": 3,
@@ -67,7 +72,7 @@ def test_two_jobs_that_do_not_fit_together_both_finish(skein_client: Any) -> Non
                 running_job(
                     skein_client,
                     SCRIPT,
-                    args=["--seconds", "10"],
+                    args=["--seconds", str(WORK_S)],
                     **{**options, "name": f"test-gang-{n}"},
                 )
             )
