@@ -88,11 +88,13 @@ def metric_values(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], flo
 
 
 class TaskRows(HTMLParser):
-    """The task table's rows as Chromium rendered them: task -> (state, cells)."""
+    """The task table's rows as Chromium rendered them: task -> (state, cells),
+    and task -> the tooltips (``title``) inside its cells."""
 
     def __init__(self) -> None:
         super().__init__()
         self.rows: dict[str, tuple[str, list[str]]] = {}
+        self.titles: dict[str, list[str]] = {}
         self._row: str | None = None
         self._cells: list[str] = []
         self._in_cell = False
@@ -102,9 +104,12 @@ class TaskRows(HTMLParser):
         if tag == "tr" and a.get("class") == "task":
             self._row, self._cells = a.get("data-task") or "", []
             self.rows[self._row] = (a.get("data-state") or "", self._cells)
+            self.titles[self._row] = []
         elif tag == "td" and self._row is not None:
             self._in_cell = True
             self._cells.append("")
+        elif self._in_cell and self._row is not None and a.get("title"):
+            self.titles[self._row].append(a["title"] or "")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "td":
@@ -196,8 +201,12 @@ def test_tracking_page_and_metrics_through_the_resourcemanager_proxy(
         ]
         # Each task links to its running container's logs on the NodeManager.
         links = re.findall(r'href="(http://[^"]+/node/containerlogs/[^"]+)"', dom)
-        for _, cells in rows.rows.values():
-            assert any(f"/containerlogs/{cells[3]}/" in u for u in links), (
+        for task, (_, cells) in rows.rows.items():
+            # The cell shows the id's end (attempt_number), its tooltip all of it.
+            container = rows.titles[task][0]
+            assert container.startswith("container_"), (task, rows.titles[task])
+            assert container.endswith(cells[3].lstrip("…")), (container, cells)
+            assert any(f"/containerlogs/{container}/" in u for u in links), (
                 cells,
                 links,
             )
