@@ -71,7 +71,7 @@ def _chain() -> None:
     """Run the sitecustomize this one shadows, and leave sys.path as it was."""
     while _HERE in sys.path:
         sys.path.remove(_HERE)
-    del sys.modules["sitecustomize"]
+    sys.modules.pop("sitecustomize", None)  # absent when run under another name
     try:
         importlib.import_module("sitecustomize")
     except ImportError:
