@@ -145,7 +145,11 @@ def test_cluster_forms_tf_config_is_right_and_lead_success_ends_the_job(
         started = time.monotonic()
         app = yarn.connect(app_id)
         values = kv_wait(app, [f"seen.{t}" for t in tasks], timeout=180)
-        status = json.loads(app.kv[STATUS_KEY])
+        # Declared tasks can run before the master's next status snapshot.
+        deadline = time.monotonic() + 30
+        while (status := json.loads(app.kv[STATUS_KEY]))["generation"] < 1:
+            assert time.monotonic() < deadline, status["generation"]
+            time.sleep(0.5)
         seen = {t: json.loads(values[f"seen.{t}"]) for t in tasks}
 
         # One ClusterSpec, generation 1, holding every chief/ps/worker address.
