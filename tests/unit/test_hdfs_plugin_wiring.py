@@ -87,3 +87,25 @@ def test_sitecustomize_registers_after_the_import_and_chains(tmp_path: Path) -> 
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [f"['{plugin}']", "False"]
+
+
+def test_sitecustomize_alone_is_silent(tmp_path: Path) -> None:
+    """No other sitecustomize to chain to (a venv of a Python without one):
+    nothing on stderr (site.py printed "Error in sitecustomize ... KeyError"
+    in every task)."""
+    plugin = tmp_path / "libtfyarn_hdfs.so"
+    plugin.write_bytes(b"")
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sitecustomize; print(sitecustomize.__file__)"],
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(prelude.SITE),
+            _env.HDFS_PLUGIN: str(plugin),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""

@@ -71,11 +71,14 @@ def _chain() -> None:
     """Run the sitecustomize this one shadows, and leave sys.path as it was."""
     while _HERE in sys.path:
         sys.path.remove(_HERE)
-    sys.modules.pop("sitecustomize", None)  # absent when run under another name
+    me = sys.modules.pop("sitecustomize", None)  # absent when run under another name
     try:
         importlib.import_module("sitecustomize")
     except ImportError:
-        pass
+        # None to chain: the import of this file must find it in sys.modules
+        # when it ends, else site.py prints "Error in sitecustomize: KeyError".
+        if me is not None:
+            sys.modules["sitecustomize"] = me
 
 
 _install()
