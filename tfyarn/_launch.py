@@ -14,6 +14,14 @@ venv-pack archive's ``bin/python`` is a symlink to its base interpreter, which
 must exist on the node at the same path; the command names the node and the
 missing interpreter and exits 127, and YARN puts that line into the
 container's diagnostics, which the master and the client show.
+
+A ``.pex`` is localized as a file (``./env.pex``) and run the way pex runs a
+``--venv`` pex (:func:`pex_launch_script`): the first container on a node has
+pex turn it into a virtualenv under ``PEX_ROOT``, which is kept per node and
+user beside YARN's own cache of the user's files, so later containers and jobs
+there find it (pex locks it while one is made); each container then runs that
+venv's ``bin/python``, as for a shipped virtualenv, so the script's own
+interpreter (``sys.executable``) sees the pex's packages too.
 """
 
 from __future__ import annotations
@@ -26,6 +34,12 @@ from typing import Any
 
 # Where YARN unpacks the shipped environment in the container's directory.
 ENV_DIR = "env"
+# Where YARN puts a shipped .pex (a file, not unpacked).
+PEX_FILE = f"{ENV_DIR}.pex"
+# PEX_ROOT of the pexes of jobs, beside the NodeManager's cache of the user's
+# files (<local-dir>/usercache/<user>/): the NodeManager deletes neither
+# between jobs, and both go when it starts afresh.
+PEX_ROOT_DIR = "tfyarn-pex"
 # The exit code of a node that cannot run the shipped Python (as a shell's
 # "command not found"; see tfyarn/contract/exit_codes.py).
 MISSING_PYTHON_EXIT = 127
@@ -36,7 +50,8 @@ class Archive:
     """One file YARN localizes for the interpreter (a skein ``File``)."""
 
     url: str  # hdfs:// URL (or a local path skein uploads per application)
-    type: str = "archive"  # YARN unpacks it: .tar.gz, .tgz, .tar, .zip
+    # archive: YARN unpacks it (.tar.gz, .tgz, .tar, .zip); file: as it is (.pex)
+    type: str = "archive"
     # private: the NodeManager keeps it for this user's later jobs, so a
     # cached environment is downloaded and unpacked once per node.
     visibility: str = "private"
@@ -59,6 +74,10 @@ class Interpreter:
     pythonpath: tuple[str, ...] = ()
     # What was asked for, for the message of a node that cannot run it.
     origin: str = "--python_env"
+    # A shipped .pex (./env.pex): the interpreter each node runs it with.
+    pex_python: str = ""
+    # Its interpreter constraints, for that node's message.
+    pex_constraints: tuple[str, ...] = ()
 
     @classmethod
     def local(cls, python: str) -> Interpreter:
@@ -76,6 +95,13 @@ class Interpreter:
         """The container's shell command that runs ``python -u -m module``."""
         if not self.shipped:
             return f"exec {shlex.quote(str(self.python))} -u -m {module}"
+        if self.pex_python:
+            return pex_launch_script(
+                module,
+                python=self.pex_python,
+                constraints=self.pex_constraints,
+                origin=self.origin,
+            )
         return launch_script(module, pythonpath=self.pythonpath, origin=self.origin)
 
 
@@ -86,8 +112,7 @@ def launch_script(module: str, *, pythonpath: tuple[str, ...], origin: str) -> s
     a venv's link to a base interpreter this node lacks: both are named, with
     the node, before anything else runs.
     """
-    # Inside the double quotes of echo: no quote, $, ` or \\ may pass.
-    what = re.sub(r'["$`\\\\]', "", origin)
+    what = _echoable(origin)
     lines = [
         f'py="$PWD/{ENV_DIR}/bin/python"',
         'node="${NM_HOST:-$(hostname)}"',
@@ -116,3 +141,59 @@ def launch_script(module: str, *, pythonpath: tuple[str, ...], origin: str) -> s
         lines.append(f'export PYTHONPATH="{joined}${{PYTHONPATH:+:$PYTHONPATH}}"')
     lines.append(f'exec "$py" -u -m {module}')
     return "\n".join(lines)
+
+
+def pex_launch_script(
+    module: str, *, python: str, constraints: tuple[str, ...], origin: str
+) -> str:
+    """Find the pex's interpreter, have pex make (or find) its venv, exec it.
+
+    A node without the interpreter, or one pex cannot build the venv for
+    (the pex's wheels are for another Python version or platform), is named
+    with what it lacks, before anything else runs; exit 127 as for a venv.
+    """
+    what = _echoable(origin)
+    wants = _echoable(python + (f" ({', '.join(constraints)})" if constraints else ""))
+    lines = [
+        'node="${NM_HOST:-$(hostname)}"',
+        f'py="$(command -v {shlex.quote(python)})"',
+        'if [ -z "$py" ]; then',
+        (
+            f'  echo "tfyarn: node $node cannot run the shipped pex ({what}): it'
+            f" runs with {wants} (the pex's shebang), which this node does not"
+            " have (PATH=$PATH). Install that Python on every node, or build the"
+            ' pex with --python-shebang naming a Python the nodes have." >&2'
+        ),
+        f"  exit {MISSING_PYTHON_EXIT}",
+        "fi",
+        # The first of YARN's local dirs of this app is
+        # <local-dir>/usercache/<user>/appcache/<app>.
+        'first="${LOCAL_DIRS%%,*}"',
+        'case "$first" in',
+        f'  */appcache/*) root="${{first%/appcache/*}}/{PEX_ROOT_DIR}" ;;',
+        '  *) root="$PWD/.pex" ;;',
+        "esac",
+        # pex prints its own error on stderr (the container's log) on failure.
+        (
+            'out="$(PEX_ROOT="$root" PEX_VENV=1 PEX_INTERPRETER=1 "$py"'
+            f' "$PWD/{PEX_FILE}" -c "import sys; print(sys.prefix)")"'
+        ),
+        'venv="$(printf "%s\\n" "$out" | tail -n 1)"',
+        'if [ -z "$venv" ] || [ ! -x "$venv/bin/python" ]; then',
+        (
+            f'  echo "tfyarn: node $node cannot run the shipped pex ({what}) with'
+            " $py: pex could not make its virtualenv (its message is above). Its"
+            f" distributions must suit this node's Python ({wants}) and platform:"
+            " build the pex for it (pex --python, --platform) or install a"
+            ' matching Python." >&2'
+        ),
+        f"  exit {MISSING_PYTHON_EXIT}",
+        "fi",
+        f'exec "$venv/bin/python" -u -m {module}',
+    ]
+    return "\n".join(lines)
+
+
+def _echoable(text: str) -> str:
+    """``text`` without what would end or expand inside echo's double quotes."""
+    return re.sub(r'["$`\\\\]', "", text)

@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from tfyarn import _options, _surface
-from tfyarn._launch import ENV_DIR, Interpreter
+from tfyarn._launch import ENV_DIR, PEX_FILE, Interpreter
 from tfyarn.contract import docker as _docker
 from tfyarn.contract import env as _env
 from tfyarn.errors import SpecError
@@ -415,11 +415,14 @@ class JobSpec:
 
                 check_script(self.script, self.python)
         names = [self.script_name, *(PurePosixPath(f).name for f in self.files)]
-        taken = [n for n in names if n == ENV_DIR or n.startswith(f"{ENV_DIR}-")]
+        taken = [
+            n for n in names if n in (ENV_DIR, PEX_FILE) or n.startswith(f"{ENV_DIR}-")
+        ]
         if self.python_env and taken:
             raise SpecError(
                 f"shipped file name(s) {taken} are where the environment of "
-                "--python_env is unpacked (env, env-1, ...); rename them"
+                f"--python_env is unpacked (env, env-1, ..., {PEX_FILE}); "
+                "rename them"
             )
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

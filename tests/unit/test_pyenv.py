@@ -57,7 +57,7 @@ def test_parse_kinds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ("missing-env", "not found"),
         ("plain", "neither a virtualenv"),
-        ("env.pex", ".pex files are not supported"),
+        ("env.pex", "not a pex file"),
         ("env.rpm", "not an archive YARN can unpack"),
         ("s3a://bucket/env.tar.gz", "on HDFS"),
         ("hdfs:///user/me/env.pex", "must be an archive"),

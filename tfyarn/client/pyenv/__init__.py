@@ -1,7 +1,8 @@
 """Shipping the job's Python environment (``--python_env``).
 
 - :mod:`.source`: what ``--python_env`` names (``auto``, a venv or conda
-  directory, an archive, an ``hdfs://`` archive);
+  directory, an archive, a ``.pex``, an ``hdfs://`` archive);
+- :mod:`.pexfile`: what a ``.pex`` needs to run a job, read from the file;
 - :mod:`.layers`: what an environment imports from outside itself (editable
   installs, ``.pth`` paths), shipped as layers beside it;
 - :mod:`.key`: cache keys from metadata, in milliseconds;
@@ -23,8 +24,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tfyarn._launch import ENV_DIR, Archive, Interpreter
-from tfyarn.client.pyenv import cache, key, layers, pack
+from tfyarn._launch import ENV_DIR, PEX_FILE, Archive, Interpreter
+from tfyarn.client.pyenv import cache, key, layers, pack, pexfile
 from tfyarn.client.pyenv.source import EnvSource, parse
 from tfyarn.errors import SpecError
 
@@ -104,6 +105,8 @@ def ship(
         return Interpreter(
             files={ENV_DIR: Archive(url=source.location)}, origin=source.given
         )
+    if source.kind == "pex":
+        return _pex(source, tell)
     if source.kind == "archive":
         suffix = _suffix(source.location)
         digest = key.local_file(source.location)
@@ -138,6 +141,24 @@ def ship(
         files[layer_name] = Archive(url=_layer(layer, tell, level))
         names.append(layer_name)
     return Interpreter(files=files, pythonpath=tuple(names), origin=source.given)
+
+
+def _pex(source: EnvSource, tell: Callable[[str], None]) -> Interpreter:
+    """A .pex goes as it is, a file YARN does not unpack (pex does, once per
+    node: :func:`tfyarn._launch.pex_launch_script`)."""
+    pex = pexfile.read(source.location, source.given)
+    name = f"pex-{_label(source.location, pexfile.SUFFIX)}-{pex.key}{pexfile.SUFFIX}"
+    url = cache.url_of(name)
+    if not cache.has(name):
+        began = time.monotonic()
+        url = cache.upload(source.location, name)
+        tell(f"uploaded {url} in {time.monotonic() - began:.0f} s")
+    return Interpreter(
+        files={PEX_FILE: Archive(url=url, type="file")},
+        origin=source.given,
+        pex_python=pex.python,
+        pex_constraints=pex.constraints,
+    )
 
 
 def _level_tag(level: int) -> str:

@@ -1,4 +1,4 @@
-"""What ``--python_env`` names: an environment directory, an archive or a URL."""
+"""What ``--python_env`` names: an environment directory, an archive, a pex or a URL."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfyarn.client.pyenv import pexfile
 from tfyarn.errors import SpecError
 
 # Archives YARN unpacks itself (Hadoop's FileUtil: unzip, untar).
@@ -18,8 +19,10 @@ REMOTE_SCHEMES = ("hdfs", "viewfs")
 class EnvSource:
     """A parsed ``--python_env``."""
 
-    kind: str  # "venv" | "conda" | "archive" (local file) | "remote" (hdfs://)
-    location: str  # the environment's prefix, the archive's path or its URL
+    # "venv" | "conda" | "archive" (local file) | "pex" (local .pex file) |
+    # "remote" (hdfs://)
+    kind: str
+    location: str  # the environment's prefix, the archive's (or pex's) path, a URL
     given: str  # what the user wrote, for messages
 
     @property
@@ -69,26 +72,30 @@ def parse(value: str) -> EnvSource:
         raise SpecError(
             f"--python_env {given}: not found (relative to {Path.cwd()}); give "
             "auto, a virtualenv or conda directory, an archive of one "
-            f"({', '.join(ARCHIVE_SUFFIXES)}) or an hdfs:// archive"
+            f"({', '.join(ARCHIVE_SUFFIXES)}), a .pex file or an hdfs:// archive"
         )
     if path.is_dir():
         kind = _env_kind(path)
+        if kind is None and pexfile.is_pex_dir(path):
+            raise SpecError(
+                f"--python_env {given}: a pex directory (--layout packed or "
+                "loose); give a single-file pex (pex's default --layout zipapp)"
+            )
         if kind is None:
             raise SpecError(
                 f"--python_env {given}: {path.resolve()} is neither a virtualenv "
                 "(no pyvenv.cfg) nor a conda environment (no conda-meta/)"
             )
         return EnvSource(kind=kind, location=str(path.absolute()), given=given)
-    if path.name.endswith(".pex"):
-        raise SpecError(
-            f"--python_env {given}: .pex files are not supported yet (their "
-            "interpreter does not pass the environment to the script's own "
-            "process); ship the virtualenv or conda environment instead"
-        )
+    if path.name.endswith(pexfile.SUFFIX):
+        location = str(path.resolve())
+        pexfile.read(location, given)  # refused now, before anything is uploaded
+        return EnvSource(kind="pex", location=location, given=given)
     if not path.name.endswith(ARCHIVE_SUFFIXES):
         raise SpecError(
             f"--python_env {given}: not an archive YARN can unpack; give "
-            f"{', '.join(ARCHIVE_SUFFIXES)} (venv-pack or conda-pack make them)"
+            f"{', '.join(ARCHIVE_SUFFIXES)} (venv-pack or conda-pack make them) "
+            "or a .pex file"
         )
     return EnvSource(kind="archive", location=str(path.resolve()), given=given)
 
