@@ -23,7 +23,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path, PurePosixPath
@@ -429,11 +429,27 @@ class JobSpec:
             raise SpecError(f"two shipped files share the name {dupes}; rename one")
         return self
 
-    def check_fits(self, nodes: Mapping[str, tuple[int, int, int]]) -> JobSpec:
+    def check_fits(
+        self,
+        nodes: Mapping[str, tuple[int, int, int]],
+        *,
+        labels: Mapping[str, Iterable[str]] | None = None,
+        default_label: str = "",
+    ) -> JobSpec:
         """Refuse requests no node could ever grant, before submitting.
 
-        YARN accepts a container request larger than every node and then never
-        grants it; the job would wait for registration until it times out.
+        YARN accepts a container request larger than every node it may use and
+        then never grants it; the job would wait for registration until it
+        times out. Which nodes a request may use depends on node labels
+        (``labels``: node id -> its labels; None: not known, every node):
+
+        - a role with a node label: the nodes carrying it;
+        - the master: the queue's default partition (``default_label``, the
+          queue's default node label; "": nodes without a label), never a
+          labelled node by non-exclusive sharing;
+        - a role without a label: the queue's default label's nodes if it has
+          one, else any node (labelled nodes lend idle resources to it when
+          their label is non-exclusive, which skein cannot tell).
 
         Parameters
         ----------
@@ -444,38 +460,65 @@ class JobSpec:
         Raises
         ------
         SpecError
-            Naming the option, what was asked, and the largest value any node
-            offers.
+            Naming the option, what was asked, the nodes considered (their
+            label) and the largest of them.
         """
         if not nodes:
             raise SpecError(
                 "the cluster has no running NodeManager, so no task could start; "
                 "check `yarn node -list` (or `tfyarn cluster status`)"
             )
-        names = ("memory", "vcores", "gpus")
-        biggest = [max(n[i] for n in nodes.values()) for i in range(3)]
-        asks: list[tuple[str, int, int]] = [
-            ("am_memory", self.am_memory_mib, 0),
-            ("am_vcores", self.am_vcores, 1),
+        asks: list[tuple[str, str, tuple[int, int, int]]] = [
+            ("am", "", (self.am_memory_mib, self.am_vcores, 0))
         ]
         for role in ROLES:
-            group = self.group(role)
-            if group.count:
-                memory, vcores, gpus = group.resources()
-                asks += [
-                    (f"{role.value}_memory", memory, 0),
-                    (f"{role.value}_vcores", vcores, 1),
-                    (f"{role.value}_gpus", gpus, 2),
-                ]
-        for option, value, i in asks:
-            if value > biggest[i]:
-                unit = " MiB" if i == 0 else ""
-                asked, fits = (_surface.option(option, v) for v in (value, biggest[i]))
+            if self.group(role).count:
+                asks.append(
+                    (role.value, self.node_label_of(role), self.group(role).resources())
+                )
+        for who, label, wanted in asks:
+            where, pool = _partition(who, label, nodes, labels, default_label)
+            if not pool:
+                # check_node_labels names a label no running node carries.
+                if who == "am":
+                    raise SpecError(
+                        f"no running node is a {where}, the only kind YARN starts "
+                        f"the master on (nodes: {_some(nodes)}), so the job could "
+                        "never start; add such a node, or submit to a queue whose "
+                        "default node label some node has"
+                    )
+                continue
+            for i, (unit, name) in enumerate(
+                [(" MiB", "memory"), ("", "vcores"), ("", "gpus")]
+            ):
+                biggest = max(pool, key=lambda n: pool[n][i])
+                if wanted[i] <= pool[biggest][i]:
+                    continue
+                option = f"{who}_{name}"
+                asked, fits = (
+                    _surface.option(option, v) for v in (wanted[i], pool[biggest][i])
+                )
+                largest = (
+                    f"the largest node has {pool[biggest][i]}{unit} {name} in total"
+                    if labels is None
+                    else f"the largest, {biggest}, has {pool[biggest][i]}{unit} "
+                    f"{name} in total"
+                )
+                instead = [f"use {fits} or less"]
+                if label:
+                    own = self.group(Role(who)).node_label
+                    flag = f"{who}_node_label" if own else "node_label"
+                    instead.append(f"another {_surface.option(flag)}")
+                if i == 2:
+                    instead.append("add a node with GPUs")
+                master = (
+                    " (YARN starts the master only there)"
+                    if who == "am" and labels is not None
+                    else ""
+                )
                 raise SpecError(
-                    f"{asked}{unit} is more than any node offers: the "
-                    f"largest node has {biggest[i]}{unit} {names[i]} in total, so "
-                    f"YARN could never grant it; use {fits} or less"
-                    + (" (or add a node with GPUs)" if i == 2 else "")
+                    f"{asked}{unit} is more than any {where} offers{master}: "
+                    f"{largest}, so YARN could never grant it; {', or '.join(instead)}"
                 )
         return self
 
@@ -594,6 +637,36 @@ class JobSpec:
             tags={"tfyarn"},
             file_systems=list(self.hdfs_namenodes),
         )
+
+
+def _partition(
+    who: str,
+    label: str,
+    nodes: Mapping[str, tuple[int, int, int]],
+    labels: Mapping[str, Iterable[str]] | None,
+    default_label: str,
+) -> tuple[str, dict[str, tuple[int, int, int]]]:
+    """The nodes a request may be granted on (see ``JobSpec.check_fits``),
+    and how to name them in a message."""
+    if labels is None:
+        return "node", dict(nodes)
+    if who == "am":
+        label = default_label
+    elif not label and not default_label:
+        return "node", dict(nodes)  # the default partition, and lenders
+    label = label or default_label
+    if label:
+        where = f"node with the label {label!r}"
+        return where, {n: r for n, r in nodes.items() if label in labels.get(n, ())}
+    where = "node without a label"
+    return where, {n: r for n, r in nodes.items() if not set(labels.get(n, ()))}
+
+
+def _some(names: Iterable[str], most: int = 3) -> str:
+    shown = sorted(names)
+    return ", ".join(shown[:most]) + (
+        f" and {len(shown) - most} more" if len(shown) > most else ""
+    )
 
 
 def script_args(value: object) -> tuple[str, ...]:

@@ -224,3 +224,61 @@ def test_submit_with_an_unknown_label_submits_nothing(tmp_path: Path) -> None:
             str(script), num_ps=1, num_worker=1, ps_node_label="gpu", client=fake
         )
     assert fake.submitted == []
+
+
+# -- a task must fit a node it may be placed on ------------------------------------
+
+# n1 (ps) is big, n2 (work) middling, n3 (no label) small.
+SIZES = {"n1:8041": (8192, 8, 0), "n2:8041": (4096, 4, 1), "n3:8041": (2048, 2, 0)}
+LABELS = {"n1:8041": {"ps"}, "n2:8041": {"work"}, "n3:8041": set()}
+
+
+def _fits(spec: JobSpec, *, default_label: str = "") -> None:
+    spec.check_fits(SIZES, labels=LABELS, default_label=default_label)
+
+
+def test_a_labelled_role_must_fit_a_node_with_its_label() -> None:
+    _fits(_job(tasks={"ps": TaskGroup(count=1, memory_mib=8192, node_label="ps")}))
+    # 6 GiB fits n1 (ps) but no node labelled work: refused, naming the label,
+    # the largest node with it, and what was asked.
+    spec = _job(
+        tasks={"worker": TaskGroup(count=1, memory_mib=6144, node_label="work")}
+    )
+    with pytest.raises(SpecError) as err:
+        _fits(spec)
+    text = str(err.value)
+    assert "worker_memory=6144 MiB is more than any node with the label 'work'" in text
+    assert "the largest, n2:8041, has 4096 MiB memory" in text
+    assert "use worker_memory=4096 or less, or another worker_node_label=" in text
+    # Unlabelled workers may borrow a labelled node (non-exclusive labels).
+    _fits(_job(tasks={"worker": TaskGroup(count=1, memory_mib=6144)}))
+    # Without label information: every node, as before.
+    spec.check_fits(SIZES)
+
+
+def test_an_inherited_label_names_node_label() -> None:
+    spec = _job(node_label="work", tasks={"worker": TaskGroup(count=1, vcores=6)})
+    with pytest.raises(SpecError, match=r"worker_vcores=6 .*another node_label="):
+        _fits(spec)
+
+
+def test_the_master_must_fit_a_node_without_a_label() -> None:
+    spec = _job(am_memory_mib=4096, tasks={"worker": TaskGroup(count=1)})
+    with pytest.raises(SpecError) as err:
+        _fits(spec)
+    text = str(err.value)
+    assert "am_memory=4096 MiB is more than any node without a label offers" in text
+    assert "master only there" in text and "n3:8041, has 2048 MiB" in text
+    # With a default node label, the queue's requests go to its nodes.
+    _fits(spec, default_label="ps")
+    with pytest.raises(SpecError, match="node with the label 'work'"):
+        _fits(
+            _job(am_memory_mib=8192, tasks={"worker": TaskGroup(count=1)}),
+            default_label="work",
+        )
+
+
+def test_no_node_without_a_label_means_no_master() -> None:
+    labelled = {n: LABELS[n] or {"spare"} for n in SIZES}
+    with pytest.raises(SpecError, match="no running node is a node without a label"):
+        _job().check_fits(SIZES, labels=labelled)

@@ -47,6 +47,18 @@ def check_queue(yarn: Any, queue: str) -> None:
             )
 
 
+def queue_default_label(yarn: Any, queue: str) -> str:
+    """The node label YARN gives the queue's requests that name none ("": the
+    default partition, also for a queue that does not exist: check_queue
+    names that)."""
+    with yarn_errors():
+        try:
+            info = yarn.get_queue(queue)
+        except ValueError:
+            return ""
+    return str(getattr(info, "default_node_label", "") or "")
+
+
 def check_node_labels(yarn: Any, spec: JobSpec, nodes: Iterable[Any]) -> None:
     """Refuse a node label no running node carries, or the queue cannot use.
 

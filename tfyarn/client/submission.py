@@ -80,7 +80,8 @@ def check_cluster(
 ) -> None:
     """What YARN would refuse about a validated job, asked on an open client.
 
-    Every task fits on the largest running node, the queue exists, runs and
+    Every task fits on the largest running node it may use (its node
+    label's; the master's on an unlabelled one), the queue exists, runs and
     is a leaf, every node label asked for is on a running node and usable in
     the queue, every ``hdfs://`` file exists, and the nodes can have the
     job's Python (``python_given``: ``--python`` was set, even to this
@@ -97,7 +98,11 @@ def check_cluster(
     with yarn_errors():
         running = yarn.get_nodes(states=["RUNNING"])
     nodes = _resources(running)
-    spec.check_fits(nodes)
+    spec.check_fits(
+        nodes,
+        labels={n.id: set(getattr(n, "labels", None) or ()) for n in running},
+        default_label=preflight.queue_default_label(yarn, spec.queue),
+    )
     if python_given is None:
         python_given = spec.python != sys.executable
     pyenv.choose(

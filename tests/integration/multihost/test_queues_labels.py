@@ -106,3 +106,27 @@ def test_unknown_label_and_queue_are_refused_naming_those_there(
     assert done.returncode != 0
     assert "queue 'nosuch' does not exist" in done.stderr, done.stderr
     assert "queues: default, prod" in done.stderr, done.stderr
+
+
+def test_a_task_must_fit_a_host_of_its_label(local_cluster: LocalCluster) -> None:
+    """The fits check reads each host's labels from YARN: a labelled role is
+    measured against its label's hosts, the master against unlabelled ones
+    (every host here offers 3 GiB; the messages name which hosts counted)."""
+    done = run_cli(
+        "submit", "--dry_run", *CHEAP, "--num_worker", "1",
+        "--worker_node_label", "work", "--worker_memory", "4g", str(SLEEP),
+        timeout=200,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    err = done.stderr
+    assert "--worker_memory 4096 MiB is more than any node with the label 'work'" in err
+    assert f"the largest, {_host(local_cluster, 'node2')}:" in err, err
+    assert "another --worker_node_label" in err, err
+    done = run_cli(
+        "submit", "--dry_run", *CHEAP, "--num_worker", "1", "--am_memory", "4g",
+        str(SLEEP), timeout=200,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    err = done.stderr
+    assert "--am_memory 4096 MiB is more than any node without a label" in err, err
+    assert f"the largest, {_host(local_cluster, 'node3')}:" in err, err
