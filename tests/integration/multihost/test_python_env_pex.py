@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -27,12 +26,12 @@ from helpers import REPO, run_cli
 
 from tfyarn.cluster import LocalCluster
 
+from . import _closure
+
 pytestmark = [pytest.mark.yarn, pytest.mark.hdfs]
 
 PROBE = str(REPO / "tests" / "integration" / "jobs" / "pex_probe.py")
 FULL = os.environ.get("TFYARN_TEST_PEX_FULL") == "1"
-# What the master and the runtime never import: left out of the test's pex.
-BIG = {"tensorflow-cpu", "tensorboard", "pyarrow"}
 # Three workers of 2 GiB on hosts of 3 GiB, the master (512 MiB) beside one:
 # one worker per host, so every host makes the pex's venv, one of them while
 # the master does too (pex's lock).
@@ -47,15 +46,6 @@ SMALL = (
     "1",
 )
 APP_ID = re.compile(r"Submitted (application_\d+_\d+)")
-
-
-def _requirements() -> list[str]:
-    """tfyarn's own requirements (its installed metadata), without extras."""
-    reqs = importlib.metadata.requires("tfyarn") or []
-    kept = [r for r in reqs if "extra ==" not in r]
-    if FULL:
-        return kept
-    return [r for r in kept if re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0] not in BIG]
 
 
 def _venv_with_the_dependencies() -> Path:
@@ -83,23 +73,9 @@ def _build(out: Path, src: Path, *, shebang: str, requirements: list[str]) -> fl
     return time.monotonic() - began
 
 
-def _tfyarn_sources(where: Path) -> Path:
-    """tfyarn's package laid out as its wheel has it (the hdfs:// plugin if
-    built, ``am/`` and ``conf/`` in ``tfyarn/_shipped``), for pex's -D."""
-    skip = shutil.ignore_patterns(
-        "__pycache__", "src", "target", "Cargo.*", "hatch_build.py"
-    )
-    shutil.copytree(REPO / "tfyarn", where / "tfyarn", ignore=skip)
-    for shipped in ("am", "conf"):
-        shutil.copytree(
-            REPO / shipped, where / "tfyarn" / "_shipped" / shipped, ignore=skip
-        )
-    return where
-
-
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _tfyarn_sources(tmp_path_factory.mktemp("pex-src"))
+    return _closure.tfyarn_sources(tmp_path_factory.mktemp("pex-src"))
 
 
 def _submit(*argv: str) -> tuple[int, str, float]:
@@ -129,7 +105,7 @@ def test_a_pex_runs_master_runtime_and_script(
         pex,
         sources,
         shebang=os.path.realpath(sys.executable),
-        requirements=_requirements(),
+        requirements=_closure.requirements(full=FULL),
     )
     size = pex.stat().st_size / 2**20
     print(f"pex built in {took:.1f} s, {size:.0f} MiB (full: {FULL})")
