@@ -27,6 +27,10 @@ SMALL = {
     "am_memory": "512 MiB",
 }
 ACCURACY = re.compile(r"^accuracy=([0-9.]+)\s*$", re.MULTILINE)
+# An event of a container that started: "worker:3 RUNNING (host:port, container_..."
+RAN = re.compile(
+    r"^\S+ (?:REGISTERED|RUNNING|SUCCEEDED|FAILED) \((?:[^,]*, )?(container_\w+)"
+)
 
 
 @dataclass
@@ -57,20 +61,36 @@ class Job:
         return self.final
 
     def logs(self, task: str | None = None, *, timeout: float = 60) -> str:
-        """The job's logs (``task`` only), retrying while aggregation catches up."""
+        """The job's logs (``task`` only), retrying while aggregation catches up.
+
+        Aggregation hands over one container at a time: after :meth:`wait`,
+        this waits until every container the events saw run (of ``task``)
+        has its log, not just the first to arrive.
+        """
+        expected = self._ran_containers(task)
         deadline = time.monotonic() + timeout
+        text = ""
         while True:
             try:
                 entries = client.logs(self.app_id, task=task, client=self.yarn)
                 text = "\n".join(e.text for e in entries)
-                if text.strip():
+                if text.strip() and expected <= {e.container_id for e in entries}:
                     return text
             except TfyarnError:
                 if time.monotonic() > deadline:
                     raise
             if time.monotonic() > deadline:
-                return ""
+                return text
             time.sleep(2)
+
+    def _ran_containers(self, task: str | None) -> set[str]:
+        """Containers that got as far as running, from the followed events."""
+        ran = set()
+        for line in self.events:
+            match = RAN.match(line)
+            if match and (task is None or line.startswith((f"{task} ", f"{task}:"))):
+                ran.add(match.group(1))
+        return ran
 
 
 @contextlib.contextmanager
