@@ -14,6 +14,7 @@ join the new cluster; training ends with the expected accuracy.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Iterator
@@ -80,20 +81,16 @@ def _host(task: dict[str, Any]) -> str:
     return str(task.get("address") or "").rsplit(":", 1)[0]
 
 
-def test_partitioned_workers_host_is_replaced_elsewhere(
-    local_cluster: LocalCluster, yarn: Any, base: str
-) -> None:
-    layout = local_cluster.layout()
-    assert layout is not None
-    node1, node2 = layout.host("node1").host, layout.host("node2").host
-    began = time.monotonic()
+@contextlib.contextmanager
+def _filler(yarn: Any, memory: str) -> Iterator[Job]:
+    """A sleeping one-worker job holding ``memory`` of the "ps" node, running."""
     with running_job(
         yarn,
         JOBS / "gang_sleep.py",
         args=["--seconds", "900"],
         name="filler",
         num_worker=1,
-        worker_memory="1792 MiB",
+        worker_memory=memory,
         node_label="ps",
         preimport=[],
         **FAST,
@@ -104,7 +101,19 @@ def test_partitioned_workers_host_is_replaced_elsewhere(
             lambda s: _tasks(s).get("worker:0", {}).get("state") == "RUNNING",
             240,
         )
-        with running_job(
+        yield filler
+
+
+def test_partitioned_workers_host_is_replaced_elsewhere(
+    local_cluster: LocalCluster, yarn: Any, base: str
+) -> None:
+    layout = local_cluster.layout()
+    assert layout is not None
+    node1, node2 = layout.host("node1").host, layout.host("node2").host
+    began = time.monotonic()
+    with (
+        _filler(yarn, "1792 MiB") as filler,
+        running_job(
             yarn,
             JOBS / "recovery_ps.py",
             args=["--checkpoint_dir", f"{base}/partition", "--steps", "400"],
@@ -119,42 +128,42 @@ def test_partitioned_workers_host_is_replaced_elsewhere(
             ps_node_label="ps",
             max_restarts=4,
             **FAST,
-        ) as job:
+        ) as job,
+    ):
+        snap = _wait(
+            job,
+            "training past step 60",
+            lambda s: (_tasks(s).get("chief:0", {}).get("step") or 0) >= 60,
+            360,
+        )
+        tasks = _tasks(snap)
+        assert {_host(tasks["chief:0"]), _host(tasks["ps:0"])} == {node1}, tasks
+        assert {_host(tasks[f"worker:{i}"]) for i in (0, 1)} == {node2}, tasks
+        client.kill(filler.app_id, client=yarn)  # room on node1 and node3
+        cut = run_cli("cluster", "node", "partition", "node2")
+        assert cut.returncode == 0, cut.stderr
+        cut_at = time.monotonic()
+        try:
             snap = _wait(
                 job,
-                "training past step 60",
-                lambda s: (_tasks(s).get("chief:0", {}).get("step") or 0) >= 60,
-                360,
+                "both workers replaced",
+                lambda s: all(
+                    _tasks(s)[w]["attempt"] >= 1 and _tasks(s)[w]["state"] == "RUNNING"
+                    for w in ("worker:0", "worker:1")
+                ),
+                240,
             )
-            tasks = _tasks(snap)
-            assert {_host(tasks["chief:0"]), _host(tasks["ps:0"])} == {node1}, tasks
-            assert {_host(tasks[f"worker:{i}"]) for i in (0, 1)} == {node2}, tasks
-            client.kill(filler.app_id, client=yarn)  # room on node1 and node3
-            cut = run_cli("cluster", "node", "partition", "node2")
-            assert cut.returncode == 0, cut.stderr
-            cut_at = time.monotonic()
-            try:
-                snap = _wait(
-                    job,
-                    "both workers replaced",
-                    lambda s: all(
-                        _tasks(s)[w]["attempt"] >= 1
-                        and _tasks(s)[w]["state"] == "RUNNING"
-                        for w in ("worker:0", "worker:1")
-                    ),
-                    240,
-                )
-                replaced_in = time.monotonic() - cut_at
-            finally:
-                # Healed before the ResourceManager gives node2 up (20 s) when
-                # the master is quick, so the stale workers reach the master.
-                healed = run_cli("cluster", "node", "heal", "node2")
-            assert healed.returncode == 0, healed.stderr
-            for w in ("worker:0", "worker:1"):
-                assert _host(_tasks(snap)[w]) != node2, snap
-            final = job.wait(timeout=400)
-            log = job.logs("chief:0")
-            everything = job.logs()
+            replaced_in = time.monotonic() - cut_at
+        finally:
+            # Healed before the ResourceManager gives node2 up (20 s) when
+            # the master is quick, so the stale workers reach the master.
+            healed = run_cli("cluster", "node", "heal", "node2")
+        assert healed.returncode == 0, healed.stderr
+        for w in ("worker:0", "worker:1"):
+            assert _host(_tasks(snap)[w]) != node2, snap
+        final = job.wait(timeout=400)
+        log = job.logs("chief:0")
+        everything = job.logs()
     assert final.succeeded, final.diagnostics
     steps = [int(v) for v in re.findall(r"steps=(\d+)", log)]
     assert steps and steps[-1] >= 400, log[-3000:]
@@ -184,24 +193,9 @@ def test_crashed_host_under_all_reduce_restarts_from_the_checkpoint_elsewhere(
     node2 = layout.host("node2").host
     began = time.monotonic()
     try:
-        with running_job(
-            yarn,
-            JOBS / "gang_sleep.py",
-            args=["--seconds", "900"],
-            name="filler",
-            num_worker=1,
-            worker_memory="3072 MiB",
-            node_label="ps",
-            preimport=[],
-            **FAST,
-        ) as filler:
-            _wait(
-                filler,
-                "the filler's worker",
-                lambda s: _tasks(s).get("worker:0", {}).get("state") == "RUNNING",
-                240,
-            )
-            with running_job(
+        with (
+            _filler(yarn, "3072 MiB") as filler,
+            running_job(
                 yarn,
                 JOBS / "recovery_mwms.py",
                 args=["--checkpoint_dir", f"{base}/crash", "--steps", "200"],
@@ -212,34 +206,34 @@ def test_crashed_host_under_all_reduce_restarts_from_the_checkpoint_elsewhere(
                 # DataNode dead (20 s here): a restart or two more.
                 max_restarts=4,
                 **FAST,
-            ) as job:
-                snap = _wait(
-                    job,
-                    "training past the first checkpoint (step 30)",
-                    lambda s: (_tasks(s).get("worker:0", {}).get("step") or 0) >= 40,
-                    360,
-                )
-                hosts = {_host(_tasks(snap)[f"worker:{i}"]) for i in (0, 1)}
-                assert hosts == {node2}, snap
-                client.kill(filler.app_id, client=yarn)  # node1 has room now
-                crashed = run_cli("cluster", "node", "stop", "node2")
-                assert crashed.returncode == 0, crashed.stderr
-                crashed_at = time.monotonic()
-                snap = _wait(
-                    job,
-                    "the restarted cluster",
-                    lambda s: (
-                        s.get("generation", 0) >= 2
-                        and all(
-                            _tasks(s)[f"worker:{i}"]["state"] == "RUNNING"
-                            for i in (0, 1)
-                        )
-                    ),
-                    300,
-                )
-                restarted_in = time.monotonic() - crashed_at
-                final = job.wait(timeout=500)
-                log = job.logs("worker:0")
+            ) as job,
+        ):
+            snap = _wait(
+                job,
+                "training past the first checkpoint (step 30)",
+                lambda s: (_tasks(s).get("worker:0", {}).get("step") or 0) >= 40,
+                360,
+            )
+            hosts = {_host(_tasks(snap)[f"worker:{i}"]) for i in (0, 1)}
+            assert hosts == {node2}, snap
+            client.kill(filler.app_id, client=yarn)  # node1 has room now
+            crashed = run_cli("cluster", "node", "stop", "node2")
+            assert crashed.returncode == 0, crashed.stderr
+            crashed_at = time.monotonic()
+            snap = _wait(
+                job,
+                "the restarted cluster",
+                lambda s: (
+                    s.get("generation", 0) >= 2
+                    and all(
+                        _tasks(s)[f"worker:{i}"]["state"] == "RUNNING" for i in (0, 1)
+                    )
+                ),
+                300,
+            )
+            restarted_in = time.monotonic() - crashed_at
+            final = job.wait(timeout=500)
+            log = job.logs("worker:0")
     finally:
         restarted = run_cli("cluster", "node", "start", "node2", timeout=300)
     assert restarted.returncode == 0, restarted.stderr
