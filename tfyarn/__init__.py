@@ -1,19 +1,65 @@
 """tfyarn: distributed TensorFlow on Hadoop YARN."""
 
-# The job API (skein and the YARN driver load lazily, on first call), with its
-# arguments checked up front (tfyarn/_api.py).
-from tfyarn._api import check, kill, logs, status, submit, wait
-from tfyarn.client import JobStatus, connect, list_jobs
-from tfyarn.errors import (
-    ClusterError,
-    HdfsError,
-    JobFailedError,
-    MasterUnavailableError,
-    SpecError,
-    TfyarnError,
-)
-from tfyarn.hdfs import enable as enable_hdfs
-from tfyarn.progress import report_progress
-from tfyarn.spec import JobSpec, Role, TaskGroup
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Every task container imports this package (the runtime, the master, the
+# user's script): the job API below loads on first use, so that they do not
+# pay for the client (skein, packing, the CLI's helpers) at every start.
+_EXPORTS = {
+    "check": "tfyarn._api",
+    "kill": "tfyarn._api",
+    "logs": "tfyarn._api",
+    "status": "tfyarn._api",
+    "submit": "tfyarn._api",
+    "wait": "tfyarn._api",
+    "JobStatus": "tfyarn.client",
+    "connect": "tfyarn.client",
+    "list_jobs": "tfyarn.client",
+    "ClusterError": "tfyarn.errors",
+    "HdfsError": "tfyarn.errors",
+    "JobFailedError": "tfyarn.errors",
+    "MasterUnavailableError": "tfyarn.errors",
+    "SpecError": "tfyarn.errors",
+    "TfyarnError": "tfyarn.errors",
+    "enable_hdfs": "tfyarn.hdfs",
+    "report_progress": "tfyarn.progress",
+    "JobSpec": "tfyarn.spec",
+    "Role": "tfyarn.spec",
+    "TaskGroup": "tfyarn.spec",
+}
+_RENAMED = {"enable_hdfs": "enable"}
+
+__all__ = list(_EXPORTS)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tfyarn' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:
+    from tfyarn._api import check, kill, logs, status, submit, wait
+    from tfyarn.client import JobStatus, connect, list_jobs
+    from tfyarn.errors import (
+        ClusterError,
+        HdfsError,
+        JobFailedError,
+        MasterUnavailableError,
+        SpecError,
+        TfyarnError,
+    )
+    from tfyarn.hdfs import enable as enable_hdfs
+    from tfyarn.progress import report_progress
+    from tfyarn.spec import JobSpec, Role, TaskGroup

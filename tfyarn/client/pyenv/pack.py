@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from tfyarn.errors import SpecError
 
@@ -116,6 +115,8 @@ def environment(
 def _editables_allowed() -> Any:
     # venv-pack2 refuses any .pth line pointing outside the prefix; tfyarn
     # ships those directories as layers and excludes the .pth files instead.
+    from unittest import mock
+
     import venv_pack.core
 
     with mock.patch.object(
