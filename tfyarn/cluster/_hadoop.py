@@ -197,6 +197,9 @@ def fetch_hadoop(*, timeout: float = FETCH_TIMEOUT_S, log=print) -> Path:
         _extract_webapps(staging, resources_dir())
         if target.exists():
             shutil.rmtree(target)
+        # mkdtemp made it 0700: containers that run as another user (the
+        # LinuxContainerExecutor's) read these jars through their classpath.
+        staging.chmod(0o755)
         staging.rename(target)
         (version_dir / COMPLETE_MARKER).write_text(f"{version}\n")
         log(

@@ -140,7 +140,9 @@ def _property(name: str, value: str) -> str:
     )
 
 
-def merge_properties(text: str, props: Mapping[str, str]) -> str:
+def merge_properties(
+    text: str, props: Mapping[str, str], origin: str = "secure local cluster"
+) -> str:
     """``text`` (a Hadoop XML file) with ``props`` set: replaced where present,
     appended before ``</configuration>`` where not."""
     added = []
@@ -161,7 +163,7 @@ def merge_properties(text: str, props: Mapping[str, str]) -> str:
     if added:
         text = text.replace(
             "</configuration>",
-            "  <!-- secure local cluster: tfyarn.cluster._secure_conf -->\n"
+            f"  <!-- {origin}: tfyarn.cluster -->\n"
             + "".join(added)
             + "</configuration>",
         )

@@ -94,6 +94,11 @@ class ClusterSettings:
     labels : mapping of str to str
         Node labels of a multi-host cluster, host name (``node1``) -> label
         (non-exclusive; see ``tfyarn.cluster._scheduler``).
+    container_executor : str
+        Path of Hadoop's ``container-executor`` binary: the NodeManager runs
+        containers through the LinuxContainerExecutor with YARN's Docker
+        runtime (``tfyarn.cluster._lce``). Empty: the DefaultContainerExecutor,
+        no Docker. Loopback only, not with ``secure``.
     """
 
     nodes: int = 0
@@ -109,6 +114,7 @@ class ClusterSettings:
     token_lifetime_s: int = 0
     queues: Mapping[str, float] = dataclasses.field(default_factory=dict)
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    container_executor: str = ""
 
     def __post_init__(self) -> None:
         for name in ("memory_mb", "vcores", "min_allocation_mb", "am_max_attempts"):
@@ -176,6 +182,11 @@ class ClusterSettings:
                 "--secure runs on the single node on loopback; a secure cluster of "
                 "several hosts (--nodes) is not supported yet: drop one of the two"
             )
+        if self.container_executor and (self.secure or self.multihost):
+            raise ClusterError(
+                "--container_executor runs on the single node on loopback without "
+                "--secure (not yet with --nodes or --secure): drop one of them"
+            )
 
     def resolved_ports(self) -> dict[str, int]:
         """Every port by name, after the offset and explicit choices."""
@@ -240,6 +251,11 @@ def describe_settings(settings: ClusterSettings) -> str:
         f"port offset {settings.port_offset}"
         + (f", ports {dict(settings.ports)}" if settings.ports else "")
         + (", secure (Kerberos)" if settings.secure else "")
+        + (
+            f", container-executor {settings.container_executor}"
+            if settings.container_executor
+            else ""
+        )
         + (
             ", queues " + ", ".join(f"{n}:{c:g}" for n, c in settings.queues.items())
             if settings.queues

@@ -142,6 +142,15 @@ def add_commands(subparsers: Any) -> None:
         help="with --secure: delegation tokens live at most SECONDS (renew "
         "interval: half), to rehearse long jobs in minutes (Hadoop's 7 days)",
     )
+    add_option(
+        start,
+        "--container_executor",
+        metavar="PATH",
+        help="run containers through the LinuxContainerExecutor with YARN's Docker "
+        "runtime, using Hadoop's container-executor at PATH (root-owned, mode "
+        "6050, outside /tmp); its configuration ../etc/hadoop/container-executor.cfg "
+        "is written and checked, then its --checksetup must pass",
+    )
     start.add_argument(
         "--timeout",
         type=float,
@@ -216,6 +225,7 @@ def _requested_settings(
         # --no_secure drops a lifetime kept from a secure start (no tokens then).
         token_lifetime_s=0 if args.secure is False else args.token_lifetime,
         ports=ports,
+        container_executor=args.container_executor,
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tfyarn.cluster import (
     _hadoop,
+    _lce,
     _messages,
     _netns,
     _probe,
@@ -26,6 +27,7 @@ from tfyarn.cluster import (
 )
 from tfyarn.cluster._process import DAEMONS_BY_NAME
 from tfyarn.cluster._secure import SecureCluster, namenode_web, secure_ports
+from tfyarn.cluster._secure_conf import merge_properties
 from tfyarn.cluster._settings import (
     ClusterSettings,
     default_base_dir,
@@ -412,6 +414,20 @@ class LocalCluster:
     def host_dir(self, host: _netns.Host) -> Path:
         return self.base_dir / "nodes" / host.name
 
+    def _use_container_executor(self, executor: Path, lib_dir: Path) -> None:
+        """The NodeManager on the LinuxContainerExecutor with Docker (checked,
+        its configuration written, its --checksetup passed)."""
+        props = _lce.prepare(
+            executor,
+            local_dirs=[self.base_dir / "data" / "nm-local"],
+            log_dirs=[self.base_dir / "logs" / "containers"],
+            read_only=[self.conf_dir],
+            registries=list(_lce.TRUSTED_REGISTRIES),
+            readable=[self.conf_dir, lib_dir],
+        )
+        site = self.conf_dir / "yarn-site.xml"
+        site.write_text(merge_properties(site.read_text(), props, "container-executor"))
+
     def _write_config(
         self, settings: ClusterSettings, lay: _netns.Layout | None, lib_dir: Path
     ) -> None:
@@ -419,6 +435,8 @@ class LocalCluster:
             _render.write_config(settings, base_dir=self.base_dir, lib_dir=lib_dir)
             if settings.secure:
                 self.secure(settings).write_config(self.conf_dir)
+            if settings.container_executor:
+                self._use_container_executor(Path(settings.container_executor), lib_dir)
             return
         # The client's (and the master daemons') configuration ...
         _render.write_config(
