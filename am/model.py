@@ -16,6 +16,9 @@ from tfyarn.spec import Role
 
 # After a Stop's grace the runtime has this long to exit before we kill it.
 KILL_MARGIN = 5.0
+# A task restarting in place registers again within this after its script
+# ended (a new interpreter and one call: seconds), else a new container is asked for.
+IN_PLACE_REGISTER = 30.0
 STDERR_TAIL_CHARS = 4000
 HISTORY_LIMIT = 50
 # Jobs bigger than this log a summary each pass instead of every task's
@@ -94,6 +97,11 @@ class Task:
     # and its registration timeout still counts from the formation's start.
     relaunch_at: float = 0.0
     waiting_since: float | None = None
+    # Restarting in place (JobState._restart_in_place): the Stop that told the
+    # previous attempt (sent again to it if it reconnects), and by when the
+    # new attempt must register in the same container, else a new one is asked for.
+    in_place_stop: bytes | None = None
+    in_place_by: float = 0.0
 
     @property
     def key(self) -> str:
@@ -121,7 +129,7 @@ class Task:
         return bool(self.watchers)
 
 
-def stop_event(reason: str, grace: float) -> bytes:
-    """A serialized ``ClusterEvent`` carrying a Stop."""
-    stop = pb.Stop(reason=reason, grace_seconds=grace)
+def stop_event(reason: str, grace: float, *, next_attempt: int = 0) -> bytes:
+    """A serialized ``ClusterEvent`` carrying a Stop (``next_attempt``: in place)."""
+    stop = pb.Stop(reason=reason, grace_seconds=grace, next_attempt=next_attempt)
     return pb.ClusterEvent(stop=stop).SerializeToString()

@@ -298,6 +298,12 @@ class Reconciler:
     def _watch_container(self, task: Task, now: float) -> None:
         state = self.state
         info = state.containers.get(task.container_id or "")
+        if task.in_place_stop is not None:  # restarting in place
+            if info is not None and info.ended:
+                state.in_place_failed(task, f"its container ended {info.state}")
+            elif now > task.in_place_by:
+                state.in_place_failed(task, "it did not register again in time")
+            return
         if info is None or task.state.is_terminal():
             return
         if info.yarn_container_id and not task.yarn_container_id:

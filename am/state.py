@@ -26,6 +26,7 @@ from am.launcher import ContainerInfo, Launcher
 from am.model import (
     BIG_JOB_TASKS,
     HISTORY_LIMIT,
+    IN_PLACE_REGISTER,
     KILL_MARGIN,
     STDERR_TAIL_CHARS,
     Task,
@@ -218,6 +219,8 @@ class JobState:
 
     def register(self, req: pb.RegisterTaskRequest) -> int:
         """Record a task's address; form the cluster once every task is in."""
+        if self.in_place_previous(req.task.role, req.task.index, req.attempt):
+            return self.generation  # a stream's retry; the watch gets its Stop
         task = self.task(req.task.role, req.task.index, req.attempt)
         if not req.host or not 0 < req.port < 65536:
             raise TaskRejected(
@@ -240,6 +243,7 @@ class JobState:
                 f"{task.address}, not {req.host}:{req.port}",
             )
         task.host, task.port = req.host, req.port
+        task.in_place_stop = None
         task.container_id = req.container_id or task.container_id
         task.yarn_container_id = req.yarn_container_id or task.yarn_container_id
         task.last_heartbeat = self.clock()
@@ -282,6 +286,14 @@ class JobState:
         known_credentials: int = 0,
     ) -> Watcher:
         """Open a WatchCluster stream for a task."""
+        in_place = self.in_place_previous(role, index, attempt)
+        if in_place is not None:
+            # The attempt being restarted in place lost its stream before
+            # the Stop reached it: it gets the Stop, not a refusal.
+            watcher = Watcher(self.tasks[(Role(role), index)], attempt)
+            watcher.put(in_place)
+            watcher.close()
+            return watcher
         task = self.task(role, index, attempt)
         watcher = Watcher(task, attempt)
         task.watchers.add(watcher)
@@ -308,6 +320,8 @@ class JobState:
         watcher.task.watchers.discard(watcher)
 
     def heartbeat(self, role: str, index: int, attempt: int) -> int:
+        if self.in_place_previous(role, index, attempt) is not None:
+            return self.generation  # its Stop is on the way
         task = self.task(role, index, attempt)
         task.last_heartbeat = self.clock()
         return self.generation
@@ -362,7 +376,7 @@ class JobState:
         for task in self.tasks.values():
             if not task.state.is_terminal() and task.stop_requested_at is None:
                 count += 1
-            if task.state is TaskState.RELAUNCHING:
+            if task.state is TaskState.RELAUNCHING and task.in_place_stop is None:
                 self.mark(task, TaskState.KILLED, f"not relaunched: {reason}")
                 continue
             self.request_stop(task, reason, grace=grace)
@@ -485,9 +499,7 @@ class JobState:
         SO_REUSEPORT). ``task.port`` is kept: the new attempt asks for it.
         """
         old = task.container_id
-        alive = old is not None and not (
-            (info := self.containers.get(old)) is not None and info.ended
-        )
+        alive = old is not None and self._container_alive(old)
         task.tell_stop(stop_event(reason, self.spec.stop_grace))
         task.watchers.clear()
         now = self.clock()
@@ -496,8 +508,76 @@ class JobState:
         wedged = task.state is TaskState.LOST
         task.retire_by = now + (0 if wedged else self.spec.stop_grace + KILL_MARGIN)
         task.retire_killed = False
-        task.attempt += 1
+        task.in_place_stop = None
+        self._next_attempt(task)
         task.container_id = task.yarn_container_id = task.node = None
+        self.mark(task, TaskState.RELAUNCHING, reason)
+        self.relaunch.add(task)
+        self._poke()
+
+    def _restart_in_place(self, task: Task, reason: str) -> None:
+        """Restart a healthy task's script in its own container (issue 13).
+
+        Its runtime stops the script (SIGTERM, the grace, SIGKILL), starts a
+        fresh interpreter (pre-importing TensorFlow again), and registers as
+        the next attempt from the same container, on the port it holds: no
+        request to YARN, no container start, no localization. Should it not
+        register by ``in_place_by`` (or its container end), the reconcile loop
+        falls back to a new container (:meth:`in_place_failed`).
+        """
+        event = stop_event(reason, self.spec.stop_grace, next_attempt=task.attempt + 1)
+        task.tell_stop(event)
+        task.watchers.clear()
+        task.in_place_stop = event
+        task.in_place_by = (
+            self.clock() + self.spec.stop_grace + KILL_MARGIN + IN_PLACE_REGISTER
+        )
+        self._next_attempt(task)
+        self.mark(
+            task,
+            TaskState.RELAUNCHING,
+            f"restarting in place in {task.yarn_container_id or task.container_id}: "
+            f"{reason}",
+        )
+
+    def in_place_failed(self, task: Task, why: str) -> None:
+        """A restart in place did not come back: ask YARN for a new container.
+
+        Not charged to the budget: it is the same restart, carried out the
+        ordinary way. A live container is killed first (at once: it had its grace).
+        """
+        old = task.container_id
+        task.in_place_stop = None
+        task.attempt += 1  # a late registration from that container is refused
+        task.retiring = old if old and self._container_alive(old) else None
+        task.retire_by = self.clock()
+        task.retire_killed = False
+        task.container_id = task.yarn_container_id = task.node = None
+        self.note(task, f"restart in place failed ({why}): asking for a new container")
+        self.relaunch.add(task)
+        self._poke()
+
+    def in_place_previous(self, role: str, index: int, attempt: int) -> bytes | None:
+        """The Stop for a call from the attempt being restarted in place.
+
+        Its heartbeats are accepted and a reconnecting stream gets the Stop
+        again: refused, the runtime would exit instead of restarting.
+        """
+        try:
+            task = self.tasks[(Role(role), index)]
+        except (ValueError, KeyError):
+            return None
+        if task.in_place_stop is not None and attempt == task.attempt - 1:
+            return task.in_place_stop
+        return None
+
+    def _container_alive(self, container_id: str) -> bool:
+        info = self.containers.get(container_id)
+        return info is None or not info.ended
+
+    def _next_attempt(self, task: Task) -> None:
+        """Forget what belonged to the task's current attempt; count the next."""
+        task.attempt += 1
         task.exit_code = None
         task.stderr_tail = ""
         task.last_heartbeat = task.container_ended_at = None
@@ -507,9 +587,16 @@ class JobState:
         task.last_progress = None
         task.step = None  # progress belongs to an attempt: the next one reports anew
         task.metrics = {}
-        self.mark(task, TaskState.RELAUNCHING, reason)
-        self.relaunch.add(task)
-        self._poke()
+
+    def _can_restart_in_place(self, task: Task) -> bool:
+        """Registered, heartbeating, its container up and no stop pending."""
+        return (
+            task.state in (TaskState.REGISTERED, TaskState.RUNNING)
+            and task.container_id is not None
+            and self._container_alive(task.container_id)
+            and task.stop_requested_at is None
+            and task.in_place_stop is None
+        )
 
     def _restart_cluster(self, reason: str) -> None:
         """Stop every task and form the TensorFlow cluster again from scratch."""
@@ -521,7 +608,11 @@ class JobState:
         self.cluster_formed_at = None
         log.warning("restarting the whole cluster: %s", reason)
         for task in self.tasks.values():
-            self._retire(task, f"the cluster restarts: {reason}")
+            if self._can_restart_in_place(task):
+                self._restart_in_place(task, f"the cluster restarts: {reason}")
+            else:
+                self._retire(task, f"the cluster restarts: {reason}")
+        self._poke()
         self.unregistered = {t for t in self.tasks.values() if t.role.in_cluster_spec()}
 
     def give_back(self, tasks: list[Task], reason: str, *, relaunch_at: float) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from _am_support import job
 from test_am_state import Clock, register, run
 
@@ -101,7 +102,9 @@ def test_lost_ps_strategy_worker_is_replaced_alone_at_its_old_port() -> None:
     assert worker["attempt"] == 1 and "was lost" in worker["failures"][0]
 
 
-def test_lost_ps_restarts_the_whole_cluster_with_a_new_generation() -> None:
+def test_lost_ps_restarts_the_others_in_place_and_only_the_ps_in_a_new_container() -> (
+    None
+):
     spec = job(tasks=PS_JOB, max_restarts=1, stop_grace=2)
 
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
@@ -110,36 +113,38 @@ def test_lost_ps_restarts_the_whole_cluster_with_a_new_generation() -> None:
         state.task_end("ps", 0, 0, -9, "Killed")
         await state.reconcile_once()
         assert state.phase is Phase.RESTARTING
-        kinds = [
-            pb.ClusterEvent.FromString(e).WhichOneof("event")
-            async for e in chief.events()
-        ]
-        assert kinds == ["cluster_spec", "stop"]  # the chief hears Stop with grace
-        assert len(launcher.launched) == 4  # nothing relaunched before the old end
-        # Old containers end (the ps one by itself, others after their Stop).
-        for cid in ("chief_0", "ps_0", "worker_0"):
-            launcher.end(cid, "SUCCEEDED")
-        clock.now += 1
-        await state.reconcile_once()
-        # worker_1 ignored its Stop: killed after stop_grace + KILL_MARGIN.
-        assert "worker_1" not in launcher.killed
-        clock.now += 7
-        await state.reconcile_once()
-        assert "worker_1" in launcher.killed
-        await tick(state, clock)
-        assert len(launcher.launched) == 8
-        for _, env in launcher.started:  # every one after the declared four
-            assert env["TFYARN_ATTEMPT"] == "1" and env["TFYARN_RESTART"] == "1"
-        assert started_env(launcher, "ps_1")["TFYARN_PORT"] == str(ports["ps:0"])
-        for cid in list(launcher.containers):
-            if launcher.containers[cid].state == "REQUESTED":
-                launcher.grant(cid)
-        for n, (role, index) in enumerate(spec.task_keys()):
-            reregister(state, role.value, index, 1, 3000 + n)  # new ports are fine
+        events = [pb.ClusterEvent.FromString(e) async for e in chief.events()]
+        assert [e.WhichOneof("event") for e in events] == ["cluster_spec", "stop"]
+        # The chief hears a Stop with grace that names its next attempt.
+        assert events[1].stop.next_attempt == 1 and events[1].stop.grace_seconds == 2
+        for key in ("chief", "worker"):
+            task = state.tasks[(Role(key), 0)]
+            assert task.state is TaskState.RELAUNCHING and task.attempt == 1
+            assert task.container_id == f"{key}_0"  # the same container
+        # The previous attempt's calls are not refused meanwhile: its heartbeat
+        # is taken, a stream opened again gets the Stop again.
+        state.heartbeat("worker", 1, 0)
+        again = state.watch("worker", 1, 0, known=1)
+        stop = pb.ClusterEvent.FromString(await anext(again.events()))
+        assert stop.stop.next_attempt == 1
+        launcher.end("ps_0", "FAILED")
+        for _ in range(8):  # past the ps's grace + KILL_MARGIN
+            await tick(state, clock)
+        # Only the ps asked YARN for a container, at its old port.
+        assert launcher.killed == []
+        assert [cid for cid, _ in launcher.started] == ["ps_1"]
+        env = started_env(launcher, "ps_1")
+        assert env["TFYARN_ATTEMPT"] == "1" and env["TFYARN_RESTART"] == "1"
+        assert env["TFYARN_PORT"] == str(ports["ps:0"])
+        launcher.grant("ps_1")
+        for role, index in spec.task_keys():  # the survivors from their containers
+            reregister(state, role.value, index, 1, ports[f"{role.value}:{index}"])
         assert state.generation == 2 and state.phase is Phase.RUNNING
         watcher = state.watch("worker", 0, 1, known=0)
         event = pb.ClusterEvent.FromString(await anext(watcher.events()))
         assert event.cluster_spec.generation == 2 and event.cluster_spec.restart == 1
+        with pytest.raises(TaskRejected, match="replaced"):
+            state.heartbeat("worker", 0, 0)  # once back, the old attempt is gone
         state.task_end("chief", 0, 1, 0, "")
         clock.now += 60
         await state.reconcile_once()
@@ -147,7 +152,77 @@ def test_lost_ps_restarts_the_whole_cluster_with_a_new_generation() -> None:
     state, _ = run(spec, scenario)
     assert state.phase is Phase.SUCCEEDED, state.diagnostics
     assert state.restart_reasons[0].startswith("cluster restarted: ps:0")
-    assert state.cluster_restarts == 1
+    assert state.cluster_restarts == 1 and state.budget_used == 1
+
+
+def test_a_restart_in_place_that_does_not_come_back_gets_a_new_container() -> None:
+    spec = job(
+        tasks={"worker": 3}, max_restarts=1, stop_grace=2, registration_timeout=120
+    )
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        ports = form(state, launcher)
+        state.task_end("worker", 2, 0, 1, "boom")
+        launcher.end("worker_2", "FAILED")
+        await tick(state, clock)
+        # worker:0's container ends while it restarts in place; worker:1 never
+        # registers again.
+        launcher.end("worker_0", "FAILED", "Container killed on request")
+        await tick(state, clock)
+        assert "worker_0" not in launcher.killed
+        assert any(cid.startswith("worker_") for cid, _ in launcher.started)
+        clock.now += 2 + 5 + 30  # stop_grace + KILL_MARGIN + IN_PLACE_REGISTER
+        await state.reconcile_once()
+        await tick(state, clock)
+        assert "worker_1" in launcher.killed  # killed before the new one is asked for
+        started = {env["TFYARN_TASK_INDEX"]: env for _, env in launcher.started}
+        assert set(started) == {"0", "1", "2"}
+        # A fallback takes another attempt number: the old container's late
+        # registration is refused.
+        assert started["0"]["TFYARN_ATTEMPT"] == "2"
+        assert started["1"]["TFYARN_ATTEMPT"] == "2"
+        assert started["1"]["TFYARN_PORT"] == str(ports["worker:1"])
+        with pytest.raises(TaskRejected):
+            reregister(state, "worker", 1, 1, ports["worker:1"])
+        for cid in list(launcher.containers):
+            if launcher.containers[cid].state == "REQUESTED":
+                launcher.grant(cid)
+        for index in range(3):
+            attempt = int(started[str(index)]["TFYARN_ATTEMPT"])
+            reregister(state, "worker", index, attempt, ports[f"worker:{index}"])
+        assert state.generation == 2
+        state.task_end("worker", 0, 2, 0, "")
+        for index in (1, 2):
+            attempt = int(started[str(index)]["TFYARN_ATTEMPT"])
+            state.task_end("worker", index, attempt, 0, "")
+        clock.now += 60
+        await state.reconcile_once()
+
+    state, _ = run(spec, scenario)
+    assert state.phase is Phase.SUCCEEDED, state.diagnostics
+    # One failure, one charged restart: the fallbacks are not charged again.
+    assert state.budget_used == 1 and state.cluster_restarts == 1
+    history = "\n".join(state.tasks[(Role.WORKER, 1)].history)
+    assert "restart in place failed (it did not register again in time)" in history
+
+
+def test_the_job_stopped_during_a_restart_in_place_kills_those_containers() -> None:
+    spec = job(tasks={"worker": 2}, max_restarts=1, stop_grace=2)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        state.task_end("worker", 1, 0, 1, "boom")
+        await tick(state, clock)
+        assert state.tasks[(Role.WORKER, 0)].in_place_stop is not None
+        state.stop_job("tfyarn kill", 1)
+        await tick(state, clock)
+        # Not registered again: it cannot hear a Stop, so its container goes now.
+        assert "worker_0" in launcher.killed
+        clock.now += 60
+        await state.reconcile_once()
+
+    state, _ = run(spec, scenario)
+    assert state.phase is Phase.KILLED, state.diagnostics
 
 
 def test_replacement_that_cannot_keep_its_address_restarts_the_cluster() -> None:

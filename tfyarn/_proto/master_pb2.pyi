@@ -79,12 +79,14 @@ class ClusterSpec(_message.Message):
     def __init__(self, generation: _Optional[int] = ..., jobs: _Optional[_Mapping[str, JobTasks]] = ..., restart: _Optional[int] = ..., hosts: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Stop(_message.Message):
-    __slots__ = ("reason", "grace_seconds")
+    __slots__ = ("reason", "grace_seconds", "next_attempt")
     REASON_FIELD_NUMBER: _ClassVar[int]
     GRACE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     reason: str
     grace_seconds: float
-    def __init__(self, reason: _Optional[str] = ..., grace_seconds: _Optional[float] = ...) -> None: ...
+    next_attempt: int
+    def __init__(self, reason: _Optional[str] = ..., grace_seconds: _Optional[float] = ..., next_attempt: _Optional[int] = ...) -> None: ...
 
 class Credentials(_message.Message):
     __slots__ = ("tokens", "version", "ends")

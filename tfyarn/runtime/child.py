@@ -152,17 +152,37 @@ def supervise(popen: subprocess.Popen[bytes], stop: StopRequest) -> None:
 
 
 class StopRequest:
-    """Why and how the script must stop (master's Stop, SIGTERM, lost master)."""
+    """Why and how the script must stop (master's Stop, SIGTERM, lost master).
+
+    ``next_attempt`` (not 0): the master restarts the task in place, the
+    runtime goes on as that attempt once the script ended. A final stop
+    (SIGTERM, a refusal) arriving meanwhile wins over it.
+    """
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.reason = ""
         self.grace = 0.0
+        self.next_attempt = 0
+        self._lock = threading.Lock()
 
-    def set(self, reason: str, grace: float) -> None:
-        if not self.event.is_set():
-            self.reason, self.grace = reason, grace
-            self.event.set()
+    def set(self, reason: str, grace: float, *, next_attempt: int = 0) -> None:
+        with self._lock:
+            if not self.event.is_set():
+                self.reason, self.grace = reason, grace
+                self.next_attempt = next_attempt
+                self.event.set()
+            elif self.next_attempt and not next_attempt:
+                self.reason, self.next_attempt = reason, 0
+
+    def take_restart(self) -> int:
+        """The attempt to restart in place as (and clear the request), or 0."""
+        with self._lock:
+            attempt = self.next_attempt
+            if attempt:
+                self.event.clear()
+                self.reason, self.grace, self.next_attempt = "", 0.0, 0
+            return attempt
 
 
 def send_signal(popen: subprocess.Popen[bytes], sig: int) -> None:

@@ -146,7 +146,11 @@ class MasterSession:
                     elif event.HasField("cluster_spec"):
                         self._on_cluster(event.cluster_spec)
                     elif event.HasField("stop"):
-                        self.stop.set(event.stop.reason, event.stop.grace_seconds)
+                        self.stop.set(
+                            event.stop.reason,
+                            event.stop.grace_seconds,
+                            next_attempt=event.stop.next_attempt,
+                        )
                         return
                 if self.stop.event.is_set():
                     return

@@ -4,7 +4,8 @@ Reserve a port (held until the end), register with the master, start the
 script's interpreter with its heavy modules imported (``preimport``), wait for
 the ClusterSpec, hand the script its TF_CONFIG (and optionally the legacy
 flags), heartbeat while it runs, forward SIGTERM / the master's Stop to it
-(SIGKILL after the grace), report how it ended, exit with its code.
+(SIGKILL after the grace), report how it ended, exit with its code. A Stop
+that names a next attempt restarts all of it but the port in this container.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class Runtime:
         self.workdir = workdir or Path.cwd()
         self.timeouts = timeouts
         self.stop = _child.StopRequest()
+        self.credentials = credentials
         self.session = MasterSession(
             ctx, self.stop, credentials=credentials, timeouts=timeouts
         )
@@ -65,6 +67,24 @@ class Runtime:
     def run(self) -> int:
         sock = self._reserve()
         port = reserved_port(sock)
+        try:
+            while True:
+                code = self._run_attempt(port)
+                next_attempt = self.stop.take_restart()
+                if not next_attempt:
+                    return code
+                self._restart_in_place(next_attempt)
+        finally:
+            self._discard_prestarted()
+            self.session.close()
+            sock.close()  # the port is free only once the task is over
+
+    def _run_attempt(self, port: int) -> int:
+        """One attempt: register, wait for the cluster, run the script.
+
+        Its exit code, or, when the master restarts the task in place, any
+        code: :meth:`run` then goes on with the next attempt without reporting.
+        """
         log.info(
             "%s attempt %d holds %s:%d",
             self.ctx.key,
@@ -72,24 +92,33 @@ class Runtime:
             self.ctx.host,
             port,
         )
-        try:
-            # Import TensorFlow (several CPU-seconds) while the cluster forms,
-            # not after: the script's interpreter starts now and waits for it.
-            script = self.workdir / self.spec.script_name
-            if self.spec.preimport and script.is_file():
-                self.prestarted = self._prestart(script, port)
-            if not self.ctx.master_address and not self._find_master():
-                return self._end_without_script()
-            self.session.start(port)
-            if not self.session.wait_for_cluster():
-                return self._end_without_script()
-            code = self._run_script(port)
-            self._report_end(code)
-            return code if code >= 0 else 128 - code
-        finally:
-            self._discard_prestarted()
-            self.session.close()
-            sock.close()  # the port is free only once the task is over
+        # Import TensorFlow (several CPU-seconds) while the cluster forms,
+        # not after: the script's interpreter starts now and waits for it.
+        script = self.workdir / self.spec.script_name
+        if self.spec.preimport and script.is_file():
+            self.prestarted = self._prestart(script, port)
+        if not self.ctx.master_address and not self._find_master():
+            return self._end_without_script()
+        self.session.start(port)
+        if not self.session.wait_for_cluster():
+            return self._end_without_script()
+        code = self._run_script(port)
+        if self.stop.next_attempt:
+            log.info("%s script ended (%s) for a restart in place", self.ctx.key, code)
+            return code
+        self._report_end(code)
+        return code if code >= 0 else 128 - code
+
+    def _restart_in_place(self, attempt: int) -> None:
+        """Go on as ``attempt`` in this container, keeping the reserved port."""
+        log.info("%s restarts in place as attempt %d", self.ctx.key, attempt)
+        self._discard_prestarted()  # its environment names the old attempt
+        self.session.close()
+        self.ctx = replace(self.ctx, attempt=attempt)
+        self.stderr_tail.clear()
+        self.session = MasterSession(
+            self.ctx, self.stop, credentials=self.credentials, timeouts=self.timeouts
+        )
 
     def _find_master(self) -> bool:
         """A declared container: the master's address from skein's kv store."""
@@ -118,6 +147,8 @@ class Runtime:
     def _end_without_script(self) -> int:
         self._discard_prestarted()
         reason = self.stop.reason
+        if self.stop.next_attempt:
+            return EXIT_RUNTIME_ERROR  # restarted in place before the cluster formed
         log.error("%s ends before its script started: %s", self.ctx.key, reason)
         self.stderr_tail.append(f"tfyarn: {reason}")
         if self.session.reached_master.is_set():  # else there is no one to tell
