@@ -443,7 +443,10 @@ class JobState:
             self.outcome = (Phase.FAILED, message)
         elif action is Action.REPLACE_TASK:
             self._record_restart(f"{task.key} replaced: {reason}", charge=True)
-            self._retire(task, f"{task.key} is replaced: {reason}")
+            if self._can_restart_in_place(task):
+                self._restart_in_place(task, f"{task.key} restarts: {reason}")
+            else:
+                self._retire(task, f"{task.key} is replaced: {reason}")
         else:
             self._record_restart(f"cluster restarted: {reason}", charge=True)
             self._restart_cluster(reason)
@@ -548,8 +551,9 @@ class JobState:
         """
         old = task.container_id
         task.in_place_stop = None
-        task.attempt += 1  # a late registration from that container is refused
         task.retiring = old if old and self._container_alive(old) else None
+        if task.retiring:
+            task.attempt += 1  # its late registration, before the kill, is refused
         task.retire_by = self.clock()
         task.retire_killed = False
         task.container_id = task.yarn_container_id = task.node = None
@@ -589,9 +593,15 @@ class JobState:
         task.metrics = {}
 
     def _can_restart_in_place(self, task: Task) -> bool:
-        """Registered, heartbeating, its container up and no stop pending."""
+        """Its runtime is up, in a live container, and listening: registered
+        and heartbeating, or it just reported its script's failure (it waits
+        a moment for this answer). Lost and silent tasks are not."""
+        live = task.state in (TaskState.REGISTERED, TaskState.RUNNING) or (
+            task.state is TaskState.FAILED and task.exit_code is not None
+        )
         return (
-            task.state in (TaskState.REGISTERED, TaskState.RUNNING)
+            live
+            and task.last_heartbeat is not None  # registered in this attempt
             and task.container_id is not None
             and self._container_alive(task.container_id)
             and task.stop_requested_at is None

@@ -188,8 +188,7 @@ def test_a_single_task_replacement_is_not_a_gang() -> None:
         for n, (role, index) in enumerate(state.spec.task_keys()):
             register(state, role.value, index, 2000 + n)
         assert state.formed
-        state.task_end("worker", 1, 0, 1, "boom")
-        launcher.end("worker_1", "FAILED")
+        launcher.end("worker_1", "FAILED")  # lost: a new container
         for _ in range(5):  # 20 s, past the bound (and within heartbeats' 30 s)
             await step(state, clock, 4)
         worker = state.tasks[(Role.WORKER, 1)]

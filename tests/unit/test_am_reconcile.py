@@ -14,6 +14,7 @@ from _am_support import job
 from test_am_state import Clock, register_all, run
 
 from am.launcher import FakeLauncher
+from am.policy import Failure
 from am.reconcile import KILL_ATTEMPTS
 from am.state import JobState
 from tfyarn.contract.status import Phase, TaskState
@@ -133,8 +134,10 @@ def test_a_relaunch_dropped_at_the_end_kills_the_old_container_even_if_refused_f
 
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
         register_all(state, launcher)
-        state.task_end("worker", 1, 0, 3, "boom")  # replaced; old one still up
         worker = state.tasks[(Role.WORKER, 1)]
+        # Silent: replaced in a new container; the old one still up.
+        state.mark(worker, TaskState.LOST, "no heartbeat")
+        state.on_failure(worker, "worker:1 sent no heartbeat", Failure.SILENT)
         assert worker.retiring == "worker_1"
         launcher.kill_error = RuntimeError("YARN is busy")
         state.task_end("chief", 0, 0, 0, "")  # the job is finishing

@@ -102,16 +102,17 @@ def test_lost_ps_strategy_worker_is_replaced_alone_at_its_old_port() -> None:
     assert worker["attempt"] == 1 and "was lost" in worker["failures"][0]
 
 
-def test_lost_ps_restarts_the_others_in_place_and_only_the_ps_in_a_new_container() -> (
-    None
-):
+def test_lost_ps_restarts_the_others_in_place_and_only_itself_anew() -> None:
     spec = job(tasks=PS_JOB, max_restarts=1, stop_grace=2)
 
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
         ports = form(state, launcher)
         chief = state.watch("chief", 0, 0, known=0)
-        state.task_end("ps", 0, 0, -9, "Killed")
-        await state.reconcile_once()
+        launcher.end("ps_0", "FAILED", "node lost")  # no report: lost
+        for _ in range(6):  # past END_REPORT_GRACE
+            await tick(state, clock)
+            if state.phase is Phase.RESTARTING:
+                break
         assert state.phase is Phase.RESTARTING
         events = [pb.ClusterEvent.FromString(e) async for e in chief.events()]
         assert [e.WhichOneof("event") for e in events] == ["cluster_spec", "stop"]
@@ -127,9 +128,7 @@ def test_lost_ps_restarts_the_others_in_place_and_only_the_ps_in_a_new_container
         again = state.watch("worker", 1, 0, known=1)
         stop = pb.ClusterEvent.FromString(await anext(again.events()))
         assert stop.stop.next_attempt == 1
-        launcher.end("ps_0", "FAILED")
-        for _ in range(8):  # past the ps's grace + KILL_MARGIN
-            await tick(state, clock)
+        await tick(state, clock)
         # Only the ps asked YARN for a container, at its old port.
         assert launcher.killed == []
         assert [cid for cid, _ in launcher.started] == ["ps_1"]
@@ -155,6 +154,56 @@ def test_lost_ps_restarts_the_others_in_place_and_only_the_ps_in_a_new_container
     assert state.cluster_restarts == 1 and state.budget_used == 1
 
 
+def test_a_killed_ps_script_restarts_in_place_with_everyone_else() -> None:
+    """Its runtime reported the signal and waits: no container is asked for."""
+    spec = job(tasks=PS_JOB, max_restarts=1, stop_grace=2)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        ports = form(state, launcher)
+        ps = state.watch("ps", 0, 0, known=1)
+        state.task_end("ps", 0, 0, -9, "Killed")
+        stop = pb.ClusterEvent.FromString(await anext(ps.events()))
+        assert stop.stop.next_attempt == 1
+        for _ in range(10):
+            await tick(state, clock)
+        assert launcher.started == [] and launcher.killed == []
+        for role, index in spec.task_keys():
+            reregister(state, role.value, index, 1, ports[f"{role.value}:{index}"])
+        assert state.generation == 2 and state.phase is Phase.RUNNING
+        state.task_end("chief", 0, 1, 0, "")
+        clock.now += 60
+        await state.reconcile_once()
+
+    state, _ = run(spec, scenario)
+    assert state.phase is Phase.SUCCEEDED, state.diagnostics
+    assert state.budget_used == 1 and state.cluster_restarts == 1
+    assert "killed by signal 9" in state.tasks[(Role.PS, 0)].failures[0]
+
+
+def test_a_failed_ps_strategy_worker_restarts_in_place_in_the_same_cluster() -> None:
+    spec = job(tasks=PS_JOB, max_restarts=1, stop_grace=2)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        ports = form(state, launcher)
+        state.task_end("worker", 1, 0, 1, "OSError: disk full")
+        worker = state.tasks[(Role.WORKER, 1)]
+        assert worker.state is TaskState.RELAUNCHING and worker.attempt == 1
+        await tick(state, clock)
+        assert launcher.started == []
+        # Nobody else is touched; it comes back at its address, same cluster.
+        for key in ("chief", "ps"):
+            assert state.tasks[(Role(key), 0)].state is TaskState.RUNNING
+        reregister(state, "worker", 1, 1, ports["worker:1"])
+        assert worker.state is TaskState.RUNNING and state.generation == 1
+        state.task_end("chief", 0, 0, 0, "")
+        clock.now += 60
+        await state.reconcile_once()
+
+    state, _ = run(spec, scenario)
+    assert state.phase is Phase.SUCCEEDED, state.diagnostics
+    assert state.restart_reasons[0].startswith("worker:1 replaced: worker:1")
+
+
 def test_a_restart_in_place_that_does_not_come_back_gets_a_new_container() -> None:
     spec = job(
         tasks={"worker": 3}, max_restarts=1, stop_grace=2, registration_timeout=120
@@ -177,9 +226,9 @@ def test_a_restart_in_place_that_does_not_come_back_gets_a_new_container() -> No
         assert "worker_1" in launcher.killed  # killed before the new one is asked for
         started = {env["TFYARN_TASK_INDEX"]: env for _, env in launcher.started}
         assert set(started) == {"0", "1", "2"}
-        # A fallback takes another attempt number: the old container's late
-        # registration is refused.
-        assert started["0"]["TFYARN_ATTEMPT"] == "2"
+        # A fallback from a live container takes another attempt number: its
+        # late registration is refused. An ended one cannot register.
+        assert started["0"]["TFYARN_ATTEMPT"] == "1"
         assert started["1"]["TFYARN_ATTEMPT"] == "2"
         assert started["1"]["TFYARN_PORT"] == str(ports["worker:1"])
         with pytest.raises(TaskRejected):
@@ -191,7 +240,7 @@ def test_a_restart_in_place_that_does_not_come_back_gets_a_new_container() -> No
             attempt = int(started[str(index)]["TFYARN_ATTEMPT"])
             reregister(state, "worker", index, attempt, ports[f"worker:{index}"])
         assert state.generation == 2
-        state.task_end("worker", 0, 2, 0, "")
+        state.task_end("worker", 0, 1, 0, "")
         for index in (1, 2):
             attempt = int(started[str(index)]["TFYARN_ATTEMPT"])
             state.task_end("worker", index, attempt, 0, "")

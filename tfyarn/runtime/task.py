@@ -107,6 +107,10 @@ class Runtime:
             log.info("%s script ended (%s) for a restart in place", self.ctx.key, code)
             return code
         self._report_end(code)
+        if code != 0 and not self.stop.event.is_set():
+            # The master may restart this task in place: its Stop is on the
+            # stream before the report's reply, so this wait is short.
+            self.stop.event.wait(self.timeouts.in_place_wait)
         return code if code >= 0 else 128 - code
 
     def _restart_in_place(self, attempt: int) -> None:

@@ -25,6 +25,9 @@ class Timeouts:
     #: Reporting the script's exit to the master: the whole try, and one call.
     report_end: float = 15.0
     report_end_attempt: float = 5.0
+    #: After reporting a failed script: how long to wait for the master's
+    #: answer (a restart in place), which it sends before replying to the report.
+    in_place_wait: float = 3.0
     #: Without a master for max(this, 3 x heartbeat_timeout) the job is over
     #: (YARN ends the containers of a dead master; this is the bound if not).
     master_lost_min: float = 60.0
