@@ -43,6 +43,17 @@ class Proc:
     def is_runtime(self) -> bool:
         return "tfyarn.runtime" in self.cmdline
 
+    @property
+    def runs_script(self) -> bool:
+        """The script started: a pre-started interpreter closes its message
+        pipe (``preload.py FD ...``) once it got the script; before, killing
+        it only makes the runtime start the script the plain way."""
+        words = self.cmdline.split()
+        for n, word in enumerate(words[:-1]):
+            if word.endswith("preload.py"):
+                return not Path(f"/proc/{self.pid}/fd/{words[n + 1]}").exists()
+        return True
+
 
 def _app_marker(app_id: str) -> str:
     # application_<cluster ts>_<n> -> container_[eNN_]<cluster ts>_<n>_<attempt>_<id>
@@ -89,7 +100,7 @@ def task_process(
             continue
         if attempt is not None and env.get("TFYARN_ATTEMPT", "0") != str(attempt):
             continue
-        if proc.is_script if script else proc.is_runtime:
+        if proc.is_script and proc.runs_script if script else proc.is_runtime:
             return proc
     raise AssertionError(f"no {'script' if script else 'runtime'} process of {task}")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -123,10 +124,16 @@ def test_a_script_sigkilled_twice_is_restarted_twice(skein_client: Any) -> None:
                     time.sleep(0.5)
         final = job.wait(timeout=300)
         log = job.logs("worker:0")
+        master = job.logs("master")
     assert final.succeeded
     # Both kills restarted the job, though the script wrote the same
     # "error" to stderr each time: a signal is not the script's own error.
-    restarts = [e for e in job.events if e.startswith("restart ")]
-    assert len(restarts) == 2, job.events
-    assert all("killed by signal 9" in r for r in restarts), restarts
+    # (From the master's log: restarted in place, the job can end before the
+    # live view polls a status with the second restart.)
+    restarts = re.findall(
+        r"worker:0 failed: worker:0 \(attempt (\d).*killed by signal 9.*\n.*"
+        r"-> restart the whole TensorFlow cluster",
+        master,
+    )
+    assert restarts == ["0", "1"], master[-3000:]
     assert log.count("start attempt=") == 3 and "done" in log, log[-2000:]
