@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _faults import kill_task, task_process
 
 from tfyarn.cluster import ClusterSettings, LocalCluster, _hadoop, _lce
 
@@ -44,6 +46,14 @@ pytestmark = [
 SCRIPT = """\
 import os, sys
 print("IN_DOCKER", os.path.exists("/.dockerenv"), sys.executable, os.getuid(), flush=True)
+"""
+# Waits to be killed in its first two attempts, then succeeds.
+RECOVERING = """\
+import os, sys, time
+attempt = int(os.environ["TFYARN_ATTEMPT"])
+print("RAN", os.path.exists("/.dockerenv"), attempt, os.environ["CONTAINER_ID"], flush=True)
+if attempt < 2:
+    time.sleep(600)
 """
 
 
@@ -89,35 +99,80 @@ def lce_cluster(docker_engine: None) -> Iterator[dict[str, str]]:
             os.environ["TFYARN_CACHE_DIR"] = saved
 
 
+def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tfyarn.cli", *args],
+        env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+
+
+def _submit(env: dict[str, str], image: str, script: Path, *options: str) -> str:
+    """Submit in the background (``--detach``); the application id."""
+    submitted = _cli(
+        env, "submit", "--detach", "--worker_memory", "512 MiB", "--preimport=",
+        "--python", str(_python_for_nobody()), "--docker_image", image,
+        *options, str(script),
+    )  # fmt: skip
+    out = submitted.stdout + submitted.stderr
+    assert submitted.returncode == 0, out
+    found = re.search(r"application_\d+_\d+", out)
+    assert found, out
+    return found[0]
+
+
+def _wait_for(what: str, probe: object, timeout: float = 180) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return probe()  # type: ignore[operator]
+        except AssertionError:
+            assert time.monotonic() < deadline, f"{what} within {timeout:.0f} s"
+            time.sleep(0.5)
+
+
+def test_a_task_in_docker_recovers_as_on_the_node(
+    lce_cluster: dict[str, str], job_image: str, tmp_path: Path
+) -> None:
+    """Its script SIGKILLed: restarted in place, in the same Docker container.
+    Its runtime SIGKILLed (the container ends): a new Docker container."""
+    script = tmp_path / "recovering.py"
+    script.write_text(RECOVERING)
+    app = _submit(lce_cluster, job_image, script, "--num_worker", "1",
+                  "--max_restarts", "2", "--stop_grace", "2")  # fmt: skip
+    _wait_for("attempt 0", lambda: kill_task(app, "worker:0", attempt=0))
+    first = _wait_for("attempt 1", lambda: task_process(app, "worker:0", attempt=1))
+    runtime = task_process(app, "worker:0", script=False)
+    assert runtime.container == first.container  # type: ignore[attr-defined]
+    os.kill(runtime.pid, signal.SIGKILL)
+    waited = _cli(lce_cluster, "status", app, "--follow")
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    deadline = time.monotonic() + 60
+    while True:
+        logs = _cli(lce_cluster, "logs", app, "--task", "worker")
+        ran = re.findall(r"^RAN (\S+) (\d) (\S+)$", logs.stdout, re.MULTILINE)
+        if len(ran) == 3 or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    ran.sort(key=lambda r: r[1])
+    assert [(d, a) for d, a, _ in ran] == [("True", "0"), ("True", "1"), ("True", "2")]
+    assert ran[0][2] == ran[1][2] != ran[2][2], ran  # in place, then a new container
+
+
 def test_tasks_run_in_the_image_through_yarns_docker_runtime(
     lce_cluster: dict[str, str], job_image: str, tmp_path: Path
 ) -> None:
     script = tmp_path / "in_docker.py"
     script.write_text(SCRIPT)
-    submitted = subprocess.run(
-        [
-            sys.executable, "-m", "tfyarn.cli", "submit",
-            "--num_worker", "2", "--worker_memory", "512 MiB",
-            "--preimport=", "--max_restarts", "0",
-            "--python", str(_python_for_nobody()),
-            "--docker_image", job_image,
-            str(script),
-        ],
-        env=lce_cluster, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    out = submitted.stdout + submitted.stderr
-    assert submitted.returncode == 0, out
-    app_id = re.search(r"application_\d+_\d+", out)
-    assert app_id, out
+    app = _submit(lce_cluster, job_image, script, "--num_worker", "2",
+                  "--max_restarts", "0")  # fmt: skip
+    followed = _cli(lce_cluster, "status", app, "--follow")
+    assert followed.returncode == 0, followed.stdout + followed.stderr
     # Both workers ran inside the image, on its Python, as nobody (65534);
     # aggregation hands their logs over one by one.
     want = [("True", "/opt/tfyarn/venv/bin/python", "65534")] * 2
     deadline = time.monotonic() + 60
     while True:
-        logs = subprocess.run(
-            [sys.executable, "-m", "tfyarn.cli", "logs", app_id[0], "--task", "worker"],
-            env=lce_cluster, capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+        logs = _cli(lce_cluster, "logs", app, "--task", "worker")
         seen = re.findall(r"^IN_DOCKER (\S+) (\S+) (\d+)$", logs.stdout, re.MULTILINE)
         if seen == want or time.monotonic() > deadline:
             break
