@@ -47,6 +47,8 @@ STOPPED_LINGER = 30.0
 # tried again on the next passes, this many times in all; then the master goes
 # on without it (ending the application ends every container with it).
 KILL_ATTEMPTS = 5
+# A successful job's diagnostics name its first restarts, one line each.
+RESTARTS_LISTED = 5
 
 
 class Reconciler:
@@ -492,7 +494,17 @@ class Reconciler:
                 f"; gang allocation gave back its containers "
                 f"{state.gang.gave_back} time(s) waiting for resources"
             )
-        return f"tfyarn: {state.lead.key} finished successfully ({summary})"
+        message = f"tfyarn: {state.lead.key} finished successfully ({summary})"
+        if state.restart_reasons:
+            # The published status (with every reason) ends with the
+            # application; YARN keeps these diagnostics.
+            message += f"; after {len(state.restart_reasons)} restart(s): " + "; ".join(
+                f"{n}. {_first_line(why)}"
+                for n, why in enumerate(state.restart_reasons[:RESTARTS_LISTED], 1)
+            )
+            if len(state.restart_reasons) > RESTARTS_LISTED:
+                message += f" (+{len(state.restart_reasons) - RESTARTS_LISTED} more)"
+        return message
 
     async def _save_restarts(self) -> None:
         try:
@@ -547,3 +559,8 @@ def container_end_meaning(spec: JobSpec, role: Role, diagnostics: str) -> list[s
             "LinuxContainerExecutor with the docker runtime)",
         )
     return lines
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 3] + "..."

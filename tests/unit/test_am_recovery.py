@@ -174,10 +174,16 @@ def test_a_killed_ps_script_restarts_in_place_with_everyone_else() -> None:
         clock.now += 60
         await state.reconcile_once()
 
-    state, _ = run(spec, scenario)
+    state, launcher = run(spec, scenario)
     assert state.phase is Phase.SUCCEEDED, state.diagnostics
     assert state.budget_used == 1 and state.cluster_restarts == 1
     assert "killed by signal 9" in state.tasks[(Role.PS, 0)].failures[0]
+    # YARN keeps the final diagnostics after the status is gone: they say it.
+    assert launcher.final is not None
+    assert (
+        "; after 1 restart(s): 1. cluster restarted: ps:0 (attempt 0"
+        in launcher.final[1]
+    )
 
 
 def test_a_failed_ps_strategy_worker_restarts_in_place_in_the_same_cluster() -> None:
