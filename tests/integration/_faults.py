@@ -45,13 +45,18 @@ class Proc:
 
     @property
     def runs_script(self) -> bool:
-        """The script started: a pre-started interpreter closes its message
-        pipe (``preload.py FD ...``) once it got the script; before, killing
-        it only makes the runtime start the script the plain way."""
+        """The script started: a pre-started interpreter puts /dev/null in
+        place of its message pipe (``preload.py FD ...``) once it got the
+        script; before, killing it only makes the runtime start the script
+        the plain way."""
         words = self.cmdline.split()
         for n, word in enumerate(words[:-1]):
             if word.endswith("preload.py"):
-                return not Path(f"/proc/{self.pid}/fd/{words[n + 1]}").exists()
+                try:
+                    held = os.readlink(f"/proc/{self.pid}/fd/{words[n + 1]}")
+                except OSError:
+                    return True
+                return not held.startswith("pipe:")
         return True
 
 

@@ -494,3 +494,21 @@ def test_a_stop_is_handled_while_a_large_message_waits_for_the_imports(
     assert result == [128 + signal.SIGTERM]
     assert not (tmp_path / "ran").exists()
     master.wait_done()
+
+
+def test_the_message_pipe_becomes_dev_null_once_the_script_runs(tmp_path: Path) -> None:
+    """The script's opens do not take the pipe's number, and from outside the
+    number no longer names a pipe (how fault injection finds a started script)."""
+    script = tmp_path / "fds.py"
+    script.write_text(
+        "import os\n"
+        "# python -u preload.py FD SCRIPT: the command line the runtime started\n"
+        "fd = int(open('/proc/self/cmdline', 'rb').read().split(b'\\0')[3])\n"
+        "opened = os.open(__file__, os.O_RDONLY)\n"
+        "print(os.readlink(f'/proc/self/fd/{fd}'), opened != fd,"
+        " os.get_inheritable(fd))\n"
+    )
+    done = bootstrap(script, modules=())
+    assert done.returncode == 0, done.stderr
+    held, not_reused, inheritable = done.stdout.split()
+    assert held == os.devnull and not_reused == "True" and inheritable == "False"

@@ -83,7 +83,12 @@ def _read_message(fd: int) -> Any:
         if not chunk:
             break
         chunks.append(chunk)
-    os.close(fd)  # the script's own children must not inherit it
+    # /dev/null in the pipe's place rather than a free number: the script's
+    # children do not inherit it, its own opens do not take the number, and
+    # from outside the pipe's end shows the script started (tests/integration/_faults.py).
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, fd, inheritable=False)
+    os.close(null)
     return json.loads(b"".join(chunks)) if chunks else None
 
 
