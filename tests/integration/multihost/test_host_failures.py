@@ -73,6 +73,10 @@ def _wait(job: Job, what: str, test: Any, timeout: float) -> dict[str, Any]:
         time.sleep(1)
 
 
+# A task that holds a container (the snapshot's task states).
+PLACED = ("ALLOCATED", "REGISTERED", "RUNNING")
+
+
 def _tasks(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {t["task"]: t for t in snap.get("tasks", [])}
 
@@ -144,21 +148,32 @@ def test_partitioned_workers_host_is_replaced_elsewhere(
         assert cut.returncode == 0, cut.stderr
         cut_at = time.monotonic()
         try:
+            # Healed as soon as both replacements have containers (elsewhere:
+            # node2 still looks full), before the ResourceManager gives node2
+            # up (20 s) and has its containers killed, so the stale workers
+            # reach the master.
             snap = _wait(
                 job,
-                "both workers replaced",
+                "both workers given new containers",
                 lambda s: all(
-                    _tasks(s)[w]["attempt"] >= 1 and _tasks(s)[w]["state"] == "RUNNING"
+                    _tasks(s)[w]["attempt"] >= 1 and _tasks(s)[w]["state"] in PLACED
                     for w in ("worker:0", "worker:1")
                 ),
                 240,
             )
-            replaced_in = time.monotonic() - cut_at
         finally:
-            # Healed before the ResourceManager gives node2 up (20 s) when
-            # the master is quick, so the stale workers reach the master.
             healed = run_cli("cluster", "node", "heal", "node2")
         assert healed.returncode == 0, healed.stderr
+        snap = _wait(
+            job,
+            "both workers replaced",
+            lambda s: all(
+                _tasks(s)[w]["attempt"] >= 1 and _tasks(s)[w]["state"] == "RUNNING"
+                for w in ("worker:0", "worker:1")
+            ),
+            240,
+        )
+        replaced_in = time.monotonic() - cut_at
         for w in ("worker:0", "worker:1"):
             assert _host(_tasks(snap)[w]) != node2, snap
         final = job.wait(timeout=400)
