@@ -24,6 +24,7 @@ from am.model import KILL_MARGIN, Task, stop_event
 from am.policy import Failure
 from tfyarn.contract import env as _env
 from tfyarn.contract.exit_codes import MEANING, exit_codes, explain_diagnostics
+from tfyarn.contract.failure import first_line
 from tfyarn.contract.heartbeat import heartbeat_interval, heartbeat_timeout
 from tfyarn.contract.status import Phase, TaskState
 from tfyarn.spec import ROLES, JobSpec, Role
@@ -562,5 +563,5 @@ def container_end_meaning(spec: JobSpec, role: Role, diagnostics: str) -> list[s
 
 
 def _first_line(text: str, limit: int = 160) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
+    line = first_line(text)
     return line if len(line) <= limit else line[: limit - 3] + "..."

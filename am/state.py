@@ -286,12 +286,12 @@ class JobState:
         known_credentials: int = 0,
     ) -> Watcher:
         """Open a WatchCluster stream for a task."""
-        in_place = self.in_place_previous(role, index, attempt)
-        if in_place is not None:
+        restarting = self.in_place_previous(role, index, attempt)
+        if restarting is not None and restarting.in_place_stop is not None:
             # The attempt being restarted in place lost its stream before
             # the Stop reached it: it gets the Stop, not a refusal.
-            watcher = Watcher(self.tasks[(Role(role), index)], attempt)
-            watcher.put(in_place)
+            watcher = Watcher(restarting, attempt)
+            watcher.put(restarting.in_place_stop)
             watcher.close()
             return watcher
         task = self.task(role, index, attempt)
@@ -501,22 +501,13 @@ class JobState:
         TensorFlow servers never share the task's port (both bind it with
         SO_REUSEPORT). ``task.port`` is kept: the new attempt asks for it.
         """
-        old = task.container_id
-        alive = old is not None and self._container_alive(old)
         task.tell_stop(stop_event(reason, self.spec.stop_grace))
         task.watchers.clear()
-        now = self.clock()
-        task.retiring = old if alive else None
         # A wedged or silent task cannot use a grace: kill it at once.
         wedged = task.state is TaskState.LOST
-        task.retire_by = now + (0 if wedged else self.spec.stop_grace + KILL_MARGIN)
-        task.retire_killed = False
-        task.in_place_stop = None
+        self._queue_relaunch(task, 0 if wedged else self.spec.stop_grace + KILL_MARGIN)
         self._next_attempt(task)
-        task.container_id = task.yarn_container_id = task.node = None
         self.mark(task, TaskState.RELAUNCHING, reason)
-        self.relaunch.add(task)
-        self._poke()
 
     def _restart_in_place(self, task: Task, reason: str) -> None:
         """Restart a healthy task's script in its own container (issue 13).
@@ -549,30 +540,35 @@ class JobState:
         Not charged to the budget: it is the same restart, carried out the
         ordinary way. A live container is killed first (at once: it had its grace).
         """
-        old = task.container_id
-        task.in_place_stop = None
-        task.retiring = old if old and self._container_alive(old) else None
+        self._queue_relaunch(task, 0)
         if task.retiring:
             task.attempt += 1  # its late registration, before the kill, is refused
-        task.retire_by = self.clock()
-        task.retire_killed = False
-        task.container_id = task.yarn_container_id = task.node = None
         self.note(task, f"restart in place failed ({why}): asking for a new container")
+
+    def _queue_relaunch(self, task: Task, grace: float) -> None:
+        """Leave the task's container behind: the reconcile loop kills it if
+        still alive after ``grace`` seconds, then asks YARN for a new one."""
+        old = task.container_id
+        task.retiring = old if old is not None and self._container_alive(old) else None
+        task.retire_by = self.clock() + grace
+        task.retire_killed = False
+        task.in_place_stop = None
+        task.container_id = task.yarn_container_id = task.node = None
         self.relaunch.add(task)
         self._poke()
 
-    def in_place_previous(self, role: str, index: int, attempt: int) -> bytes | None:
-        """The Stop for a call from the attempt being restarted in place.
+    def in_place_previous(self, role: str, index: int, attempt: int) -> Task | None:
+        """The task, if ``attempt`` is the one it is restarting in place from.
 
-        Its heartbeats are accepted and a reconnecting stream gets the Stop
-        again: refused, the runtime would exit instead of restarting.
+        That attempt's heartbeats are accepted and a reconnecting stream gets
+        its Stop again: refused, the runtime would exit instead of restarting.
         """
         try:
-            task = self.tasks[(Role(role), index)]
-        except (ValueError, KeyError):
+            task = self.task(role, index)
+        except TaskRejected:
             return None
         if task.in_place_stop is not None and attempt == task.attempt - 1:
-            return task.in_place_stop
+            return task
         return None
 
     def _container_alive(self, container_id: str) -> bool:

@@ -51,9 +51,15 @@ def task_env(
 
 
 def run_tasks(
-    spec: JobSpec, credentials: tuple[bytes, bytes], workdir: Path, **extra: str
+    spec: JobSpec,
+    credentials: tuple[bytes, bytes],
+    workdir: Path,
+    *,
+    script: str = SCRIPT,
+    **extra: str,
 ) -> tuple[LiveMaster, dict[str, int]]:
-    (workdir / spec.script_name).write_text(SCRIPT)
+    """Run every task's runtime in a thread against a live master; their codes."""
+    (workdir / spec.script_name).write_text(script)
     master = LiveMaster(spec, credentials).start()
     master.grant_all()
     codes: dict[str, int] = {}

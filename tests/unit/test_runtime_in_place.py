@@ -9,14 +9,12 @@ asked for nothing.
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
-from _am_support import LiveMaster, job
-from test_runtime import task_env
+from _am_support import job
+from test_runtime import run_tasks
 
 from tfyarn.contract.status import Phase
-from tfyarn.runtime import Runtime, TaskContext
 
 SCRIPT = r"""
 import json, os, sys, time
@@ -38,30 +36,7 @@ def test_both_tasks_restart_in_place_on_their_ports(
     credentials: tuple[bytes, bytes], tmp_path: Path
 ) -> None:
     spec = job(tasks={"worker": 2}, max_restarts=1, stop_grace=2)
-    (tmp_path / spec.script_name).write_text(SCRIPT)
-    master = LiveMaster(spec, credentials).start()
-    master.grant_all()
-    codes: dict[str, int] = {}
-
-    def run(name: str, env: dict[str, str]) -> None:
-        rt = Runtime(
-            TaskContext.from_env(env),
-            credentials=credentials,
-            workdir=tmp_path,
-            env=env,
-        )
-        codes[name] = rt.run()
-
-    def start(name: str, env: dict[str, str]) -> threading.Thread:
-        thread = threading.Thread(target=run, args=(name, env), daemon=True)
-        thread.start()
-        return thread
-
-    threads = [
-        start(f"worker:{i}", task_env(spec, master, "worker", i)) for i in (0, 1)
-    ]
-    for thread in threads:
-        thread.join(30)
+    master, codes = run_tasks(spec, credentials, tmp_path, script=SCRIPT)
     phase, diagnostics = master.wait_done()
     assert phase is Phase.SUCCEEDED, diagnostics
     assert codes == {"worker:0": 0, "worker:1": 0}

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from tfyarn.contract.exit_codes import explain_exit
+from tfyarn.contract.failure import first_line
 from tfyarn.contract.status import JobStatus, Phase, TaskState, TaskStatus
 from tfyarn.spec import ROLES
 
@@ -143,15 +144,11 @@ def restart_lines(status: JobStatus) -> list[str]:
     if reasons:
         head = f"restarts ({status.budget_used} of max_restarts={budget} used):"
         lines.append(head if budget is not None else "restarts:")
-        lines += [f"  {n}. {_first_line(r)}" for n, r in enumerate(reasons, 1)]
+        lines += [f"  {n}. {first_line(r)}" for n, r in enumerate(reasons, 1)]
     for t in status.tasks:
         for n, why in enumerate(t.failures):
-            lines.append(f"  {t.task} attempt {n}: {_first_line(why)}")
+            lines.append(f"  {t.task} attempt {n}: {first_line(why)}")
     return lines
-
-
-def _first_line(text: str) -> str:
-    return str(text).strip().splitlines()[0] if str(text).strip() else ""
 
 
 def _order(order: list[str], role: str) -> int:

@@ -73,3 +73,9 @@ def error_first(stderr_tail: str, *, lines: int = 15) -> str:
     if kept and kept[-1].strip() == head:
         kept.pop()  # it is the first line already
     return "\n".join([head, *(f"  {line}" for line in kept[-(lines - 1) :])])
+
+
+def first_line(text: str) -> str:
+    """A failure's or restart's reason as one line (status lists, diagnostics)."""
+    text = str(text).strip()
+    return text.splitlines()[0] if text else ""
