@@ -583,8 +583,6 @@ class JobSpec:
         """
         import skein
 
-        from tfyarn._paths import am_dir
-
         python = interpreter or Interpreter.local(self.python)
         spec_env = {_env.JOB: self.to_env()}
         task_files = {self.script_name: _file_source(self.script)}
@@ -620,8 +618,15 @@ class JobSpec:
             )
         # The master's code ships as a zip archive that YARN unpacks into ./am:
         # skein uploads a directory resource with file permissions (no x bit),
-        # which only an HDFS superuser could traverse when localizing it.
-        am_archive = skein.File(source=am_source or _zip_dir(am_dir()), type="archive")
+        # which only an HDFS superuser could traverse when localizing it. One
+        # from the user's HDFS cache (tfyarn.client.master_code) is PRIVATE:
+        # each node keeps it unpacked for the user's later jobs.
+        source = am_source or master_zip()
+        am_archive = skein.File(
+            source=source,
+            type="archive",
+            visibility="private" if _remote(source) else "application",
+        )
         master = skein.Master(
             resources=skein.Resources(memory=self.am_memory_mib, vcores=self.am_vcores),
             files={"am": am_archive, **python.skein_files()},
@@ -763,3 +768,15 @@ def _zip_dir(directory: Path) -> str:
 
 def _file_source(path: str) -> str:
     return path if "://" in path else str(Path(path).resolve())
+
+
+def _remote(source: str) -> bool:
+    """A file on a cluster filesystem (hdfs://, viewfs://), not on this machine."""
+    return "://" in source and not source.startswith("file://")
+
+
+def master_zip() -> str:
+    """The master's code (``am/``) as a local, content-named zip file."""
+    from tfyarn._paths import am_dir
+
+    return _zip_dir(am_dir())

@@ -6,6 +6,7 @@ about tfyarn, and cheap on a 2-core machine.
 
 from __future__ import annotations
 
+import getpass
 import json
 import re
 import textwrap
@@ -18,7 +19,9 @@ from helpers import SMALL, run_cli, running_job
 
 import tfyarn
 from tfyarn import client
+from tfyarn.client.pyenv import cache
 from tfyarn.errors import JobFailedError
+from tfyarn.spec import master_zip
 
 pytestmark = pytest.mark.yarn
 
@@ -223,7 +226,9 @@ def test_many_tasks_on_one_node_get_distinct_ports(yarn: Any, tmp_path: Path) ->
         assert len(set(addresses)) == 12, addresses
 
 
-def test_env_and_files_reach_every_task(yarn: Any, tmp_path: Path) -> None:
+def test_env_files_and_the_master_code_reach_their_containers(
+    yarn: Any, local_cluster: Any, tmp_path: Path
+) -> None:
     data = tmp_path / "words.txt"
     data.write_text("shipped with the job\n")
     script = write(
@@ -250,3 +255,12 @@ def test_env_and_files_reach_every_task(yarn: Any, tmp_path: Path) -> None:
             text = job.logs(task)
             assert "GREETING hi there" in text, text
             assert "FILE shipped with the job" in text, text
+    # The master's code came from the user's HDFS cache (uploaded once per
+    # version), and the node keeps it unpacked for later jobs (PRIVATE).
+    name = Path(master_zip()).name
+    assert cache.has(name, cache.MASTER_PATH), cache.url_of(name, cache.MASTER_PATH)
+    user = getpass.getuser()
+    kept = (
+        local_cluster.base_dir / "data" / "nm-local" / "usercache" / user / "filecache"
+    )
+    assert list(kept.glob(f"*/{name}/__main__.py")), sorted(kept.glob("*/*"))

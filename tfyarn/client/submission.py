@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tfyarn.client import config, preflight, pyenv
+from tfyarn.client import config, master_code, preflight, pyenv
 from tfyarn.client.connection import last_login, login_as, opened, yarn_errors
 from tfyarn.client.follow import follow
 from tfyarn.client.keytab import ship_keytab
@@ -209,6 +209,8 @@ def submit(
 def submit_spec(yarn: Any, spec: JobSpec, *, compression: int = 1) -> str:
     """Submit a validated job on an open client; its application id.
 
+    The master's code comes from the user's HDFS cache
+    (:mod:`tfyarn.client.master_code`), uploaded there once per version.
     With ``python_env``, the environment's archives are packed and uploaded
     first unless the HDFS cache has them (:func:`tfyarn.client.pyenv.ship`).
     A keytab login on a secure cluster ships the keytab to the master
@@ -220,7 +222,9 @@ def submit_spec(yarn: Any, spec: JobSpec, *, compression: int = 1) -> str:
         if spec.python_env
         else None
     )
-    app_spec = spec.to_skein(interpreter=interpreter)
+    app_spec = spec.to_skein(
+        am_source=master_code.archive_source(), interpreter=interpreter
+    )
     ship_keytab(app_spec, last_login())
     with yarn_errors():
         return str(yarn.submit(app_spec))

@@ -1,43 +1,45 @@
-"""The per-user cache of environment archives on HDFS.
+"""The per-user caches of job files on HDFS.
 
-``hdfs:///user/<you>/.tfyarn/envs/<label>-<key>.<ext>``: the key is the
-content's (:mod:`.key`), so an archive is uploaded once and every later job
-with the same content names the same file. Uploads go to a temporary name
-and are renamed into place (``FileSystem.put_file``), so a name that exists is
-a complete archive. YARN localizes it with PRIVATE visibility: each
-NodeManager keeps one unpacked copy for this user's later jobs, as long as the
-file's timestamp does not change (it never does: a name is written once).
+``hdfs:///user/<you>/.tfyarn/envs/<label>-<key>.<ext>`` holds environment
+archives, ``.tfyarn/am/am-<key>.zip`` the master's code: the key is the
+content's (:mod:`.key`, or a hash of the zip), so a file is uploaded once and
+every later job with the same content names the same file. Uploads go to a
+temporary name and are renamed into place (``FileSystem.put_file``), so a name
+that exists is a complete file. YARN localizes it with PRIVATE visibility:
+each NodeManager keeps one (unpacked) copy for this user's later jobs, as long
+as the file's timestamp does not change (it never does: a name is written once).
 """
 
 from __future__ import annotations
 
 CACHE_PATH = ".tfyarn/envs"  # under the user's HDFS home
+MASTER_PATH = ".tfyarn/am"
 
 
-def directory() -> str:
+def directory(path: str = CACHE_PATH) -> str:
     from tfyarn.data import fs
 
-    return fs.qualify(CACHE_PATH)
+    return fs.qualify(path)
 
 
-def url_of(name: str) -> str:
-    return f"{directory().rstrip('/')}/{name}"
+def url_of(name: str, path: str = CACHE_PATH) -> str:
+    return f"{directory(path).rstrip('/')}/{name}"
 
 
-def has(name: str) -> bool:
-    """Whether a complete archive of this name is in the cache (one RPC)."""
+def has(name: str, path: str = CACHE_PATH) -> bool:
+    """Whether a complete file of this name is in the cache (one RPC)."""
     from tfyarn.data import fs
 
-    url = url_of(name)
+    url = url_of(name, path)
     return fs.resolve(url).exists(url)
 
 
-def upload(local_path: str, name: str) -> str:
-    """Put a local archive into the cache under ``name``; its URL."""
+def upload(local_path: str, name: str, path: str = CACHE_PATH) -> str:
+    """Put a local file into the cache under ``name``; its URL."""
     from tfyarn.data import fs
 
-    url = url_of(name)
+    url = url_of(name, path)
     target = fs.resolve(url)
-    target.mkdirs(directory())
+    target.mkdirs(directory(path))
     target.put_file(local_path, url)
     return url
