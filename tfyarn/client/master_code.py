@@ -15,7 +15,6 @@ import logging
 from pathlib import Path
 
 from tfyarn.client.pyenv import cache
-from tfyarn.errors import TfyarnError
 from tfyarn.spec import master_zip
 
 log = logging.getLogger("tfyarn.client")
@@ -30,6 +29,6 @@ def archive_source() -> str:
         if cache.has(name, cache.MASTER_PATH):
             return cache.url_of(name, cache.MASTER_PATH)
         return cache.upload(local, name, cache.MASTER_PATH)
-    except (TfyarnError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 -- a cache, never a reason to fail
         log.debug("the master's code goes with the application: %s", exc)
         return local
