@@ -172,3 +172,13 @@ def test_bare_paths_mean_the_default_filesystem(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path / "empty"))
     with pytest.raises(_fs.HdfsError, match="bare path"):
         _fs.qualify("/data/x")
+
+
+def test_ls_of_an_empty_directory_lists_nothing_but_an_empty_glob_is_an_error(
+    tmp_path, capsys
+) -> None:
+    (tmp_path / "empty").mkdir()
+    assert main(["data", "ls", f"file://{tmp_path}/empty"]) == 0
+    assert capsys.readouterr() == ("", "")
+    assert main(["data", "ls", f"file://{tmp_path}/empty/*.tfrecord"]) == 1
+    assert "nothing matches" in capsys.readouterr().err

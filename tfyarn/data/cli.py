@@ -193,7 +193,8 @@ def _ls(args: argparse.Namespace) -> int:
 
     pattern = _fs.qualify(args.pattern)
     fs = _fs.resolve(pattern)
-    if _fs.has_magic(pattern):
+    glob = _fs.has_magic(pattern)
+    if glob:
         infos = fs.glob(pattern)
     else:
         info = fs.info(pattern)
@@ -201,7 +202,7 @@ def _ls(args: argparse.Namespace) -> int:
     for info in infos:
         kind = "d" if info.is_dir else "-"
         print(f"{kind} {info.size:>12d}  {info.url}")
-    if not infos:
+    if glob and not infos:  # an empty directory lists nothing, as `ls` does
         print(f"Error: nothing matches {pattern}", file=sys.stderr)
         return 1
     return 0
