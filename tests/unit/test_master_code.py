@@ -9,7 +9,7 @@ import pytest
 from tfyarn.client import master_code
 from tfyarn.client.pyenv import cache
 from tfyarn.errors import HdfsError
-from tfyarn.spec import JobSpec, master_zip
+from tfyarn.spec import JobSpec, _zip_dir, master_zip
 
 URL = "hdfs://nn:8020/user/me/.tfyarn/am/"
 
@@ -55,8 +55,14 @@ def test_without_hdfs_the_local_zip_goes_with_the_application(
     assert Path(source).is_file() and source == master_zip()
 
 
-def test_the_zip_is_named_by_its_content() -> None:
-    assert master_zip() == master_zip()
+def test_the_zip_is_named_by_its_content(tmp_path: Path) -> None:
+    code = tmp_path / "am"
+    code.mkdir()
+    (code / "__main__.py").write_text("print(1)\n")
+    first = _zip_dir(code)
+    assert _zip_dir(code) == first  # the same content, the same cache entry
+    (code / "__main__.py").write_text("print(2)\n")
+    assert _zip_dir(code) != first  # new code, a new name: never a stale master
 
 
 def test_a_cached_master_archive_is_private(tmp_path: Path) -> None:

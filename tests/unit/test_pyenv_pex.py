@@ -243,10 +243,10 @@ def test_ship_uploads_the_pex_once_as_a_file(
     from tfyarn.spec import JobSpec
 
     stored: dict[str, str] = {}
-    monkeypatch.setattr(cache, "url_of", lambda name: f"hdfs:///c/{name}")
-    monkeypatch.setattr(cache, "has", lambda name: name in stored)
+    monkeypatch.setattr(cache, "url_of", lambda name, path="": f"hdfs:///c/{name}")
+    monkeypatch.setattr(cache, "has", lambda name, path="": name in stored)
 
-    def upload(local: str, name: str) -> str:
+    def upload(local: str, name: str, path: str = "") -> str:
         stored[name] = local
         return f"hdfs:///c/{name}"
 

@@ -26,9 +26,7 @@ def archive_source() -> str:
     local = master_zip()
     name = Path(local).name
     try:
-        if cache.has(name, cache.MASTER_PATH):
-            return cache.url_of(name, cache.MASTER_PATH)
-        return cache.upload(local, name, cache.MASTER_PATH)
+        return cache.ensure(local, name, cache.MASTER_PATH)[0]
     except Exception as exc:  # noqa: BLE001 -- a cache, never a reason to fail
         log.debug("the master's code goes with the application: %s", exc)
         return local

@@ -111,11 +111,8 @@ def ship(
         suffix = _suffix(source.location)
         digest = key.local_file(source.location)
         name = f"{_label(source.location, suffix)}-{digest}{suffix}"
-        url = cache.url_of(name)
-        if not cache.has(name):  # uploaded as it is: no copy into the local cache
-            began = time.monotonic()
-            url = cache.upload(source.location, name)
-            tell(f"uploaded {url} in {time.monotonic() - began:.0f} s")
+        # Uploaded as it is: no copy into the local cache.
+        url = _uploaded_once(source.location, name, tell)
         return Interpreter(files={ENV_DIR: Archive(url=url)}, origin=source.given)
     outside = layers.find(source.location)
     env_key = key.environment(
@@ -148,17 +145,22 @@ def _pex(source: EnvSource, tell: Callable[[str], None]) -> Interpreter:
     node: :func:`tfyarn._launch.pex_launch_script`)."""
     pex = pexfile.read(source.location, source.given)
     name = f"pex-{_label(source.location, pexfile.SUFFIX)}-{pex.key}{pexfile.SUFFIX}"
-    url = cache.url_of(name)
-    if not cache.has(name):
-        began = time.monotonic()
-        url = cache.upload(source.location, name)
-        tell(f"uploaded {url} in {time.monotonic() - began:.0f} s")
+    url = _uploaded_once(source.location, name, tell)
     return Interpreter(
         files={PEX_FILE: Archive(url=url, type="file")},
         origin=source.given,
         pex_python=pex.python,
         pex_constraints=pex.constraints,
     )
+
+
+def _uploaded_once(local: str, name: str, tell: Callable[[str], None]) -> str:
+    """The cache's URL of a file shipped as it is; say so when it is uploaded."""
+    began = time.monotonic()
+    url, uploaded = cache.ensure(local, name)
+    if uploaded:
+        tell(f"uploaded {url} in {time.monotonic() - began:.0f} s")
+    return url
 
 
 def _level_tag(level: int) -> str:

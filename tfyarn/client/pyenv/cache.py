@@ -43,3 +43,11 @@ def upload(local_path: str, name: str, path: str = CACHE_PATH) -> str:
     target.mkdirs(directory(path))
     target.put_file(local_path, url)
     return url
+
+
+def ensure(local_path: str, name: str, path: str = CACHE_PATH) -> tuple[str, bool]:
+    """The URL of ``name`` in the cache, uploading ``local_path`` first when it
+    is not there yet; and whether it was uploaded now."""
+    if has(name, path):
+        return url_of(name, path), False
+    return upload(local_path, name, path), True
