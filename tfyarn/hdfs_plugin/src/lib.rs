@@ -7,10 +7,14 @@ mod errors;
 mod ffi;
 mod ops;
 mod reader;
+mod recycle;
 mod uri;
 mod writer;
 
 use ffi::*;
+
+#[global_allocator]
+static ALLOCATOR: recycle::Recycling = recycle::Recycling::new();
 
 const SCHEMES: [&str; 2] = ["hdfs", "viewfs"];
 
