@@ -31,6 +31,7 @@ from am.state import JobState
 from am.tensorboard import TensorBoard
 from am.tokens import keeper_for
 from tfyarn.contract import env as _env
+from tfyarn.contract import jvm
 from tfyarn.contract.channel import find_credentials
 from tfyarn.contract.status import MASTER_KEY
 from tfyarn.spec import JobSpec
@@ -208,6 +209,11 @@ def configure_process() -> None:
     # less often, and leave what exists at start-up (imported modules) out.
     gc.freeze()
     gc.set_threshold(20_000, 20, 20)
+    # Meant for skein's Java AM, which started this process: the helpers get
+    # the same flags on their command line, and without the variable they do
+    # not print "Picked up JAVA_TOOL_OPTIONS" into their diagnostics.
+    if os.environ.get(jvm.TOOL_OPTIONS) == jvm.tool_options():
+        del os.environ[jvm.TOOL_OPTIONS]
 
 
 def main() -> int:

@@ -19,6 +19,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from tfyarn.contract import jvm
+
 JAVA_SOURCE = Path(__file__).with_name("Unregister.java")
 # The source launcher compiles Unregister.java, then YARN's client connects:
 # a few seconds on a busy machine, bounded here.
@@ -55,10 +57,7 @@ def jvm_classpath(pid: int | None = None, *, depth: int = 3) -> str:
 def java_command(classpath: str, source: Path = JAVA_SOURCE) -> list[str]:
     java_home = os.environ.get("JAVA_HOME", "")
     java = str(Path(java_home, "bin", "java")) if java_home else "java"
-    # C1 only and the serial collector: a one-shot JVM compiles the helper
-    # in half the time (2.8 s -> 1.5 s here).
-    fast = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
-    return [java, "-Xmx128m", *fast, "-cp", classpath, str(source)]
+    return [java, "-Xmx128m", *jvm.LIGHT_FLAGS, "-cp", classpath, str(source)]
 
 
 def unregister(status: str, diagnostics: str, *, timeout: float = TIMEOUT) -> None:

@@ -35,6 +35,7 @@ from tfyarn import _options, _surface
 from tfyarn._launch import ENV_DIR, PEX_FILE, Interpreter
 from tfyarn.contract import docker as _docker
 from tfyarn.contract import env as _env
+from tfyarn.contract import jvm as _jvm
 from tfyarn.errors import SpecError
 
 
@@ -630,7 +631,9 @@ class JobSpec:
         master = skein.Master(
             resources=skein.Resources(memory=self.am_memory_mib, vcores=self.am_vcores),
             files={"am": am_archive, **python.skein_files()},
-            env={**self.env, **spec_env},
+            # Options for skein's Java AM (tfyarn.contract.jvm); a user's own
+            # JAVA_TOOL_OPTIONS in --env wins.
+            env={_jvm.TOOL_OPTIONS: _jvm.tool_options(), **self.env, **spec_env},
             script=python.command("am"),
         )
         return skein.ApplicationSpec(

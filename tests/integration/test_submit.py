@@ -20,6 +20,7 @@ from helpers import SMALL, run_cli, running_job
 import tfyarn
 from tfyarn import client
 from tfyarn.client.pyenv import cache
+from tfyarn.contract import jvm
 from tfyarn.errors import JobFailedError
 from tfyarn.spec import master_zip
 
@@ -255,6 +256,9 @@ def test_env_files_and_the_master_code_reach_their_containers(
             text = job.logs(task)
             assert "GREETING hi there" in text, text
             assert "FILE shipped with the job" in text, text
+        # skein's Java AM ran with tfyarn's JVM options (tfyarn.contract.jvm).
+        picked = f"Picked up {jvm.TOOL_OPTIONS}: {jvm.tool_options()}"
+        assert picked in job.logs(), "skein's AM did not get the JVM options"
     # The master's code came from the user's HDFS cache (uploaded once per
     # version), and the node keeps it unpacked for later jobs (PRIVATE).
     name = Path(master_zip()).name
