@@ -4,11 +4,9 @@ the master's address from skein's key-value store (tfyarn.contract.env)."""
 from __future__ import annotations
 
 import json
-import queue
 import threading
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,13 +20,10 @@ from tfyarn.runtime import Runtime, TaskContext, discover
 
 
 class FakeKv:
-    """skein's key-value store as the runtime uses it: one get, then put events."""
-
     def __init__(self, value: str | None = None, *, appears_after: float = 0.0) -> None:
         self.value = value
         self.at = time.monotonic() + appears_after
         self.gets = 0
-        self.subscribed = 0
 
     def get(self, key: str) -> bytes | None:
         self.gets += 1
@@ -36,28 +31,6 @@ class FakeKv:
         if self.value is None or time.monotonic() < self.at:
             return None
         return self.value.encode()
-
-    def events(self, key: str, event_type: str) -> FakeEvents:
-        assert (key, event_type) == (MASTER_KEY, "put")
-        self.subscribed += 1
-        return FakeEvents(self)
-
-
-class FakeEvents:
-    def __init__(self, kv: FakeKv) -> None:
-        self.kv = kv
-        self.unsubscribed = False
-
-    def get(self, timeout: float) -> Any:
-        if self.kv.value is None or time.monotonic() + timeout < self.kv.at:
-            time.sleep(timeout)
-            raise queue.Empty
-        time.sleep(max(0.0, self.kv.at - time.monotonic()))
-        result = SimpleNamespace(value=self.kv.value.encode(), owner=None)
-        return SimpleNamespace(key=MASTER_KEY, result=result)
-
-    def unsubscribe_all(self) -> None:
-        self.unsubscribed = True
 
 
 class FakeApp:
@@ -103,11 +76,7 @@ def test_the_master_address_is_waited_for_then_found() -> None:
     kv = FakeKv("host:1234", appears_after=0.3)
     app = FakeApp(kv)
     assert discover.master_address(5, connect=lambda: app) == "host:1234"
-    # One look, then the put event: no polling.
-    assert (kv.gets, kv.subscribed) == (1, 1) and app.closed
-    # Already published: found by the first look.
-    kv = FakeKv("host:5678")
-    assert discover.master_address(5, connect=lambda: FakeApp(kv)) == "host:5678"
+    assert kv.gets >= 2 and app.closed
 
 
 def test_a_master_that_never_publishes_is_a_bounded_error() -> None:

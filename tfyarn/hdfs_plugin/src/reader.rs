@@ -38,8 +38,8 @@ use crate::ffi::Code;
 use crate::uri::Uri;
 
 /// Bytes buffered ahead of the reader per open file: 4 MiB by default, tens
-/// of milliseconds of TensorFlow's consumption at the speeds measured, and
-/// hundreds of DataNode round trips.
+/// of milliseconds of TensorFlow's consumption at the speeds measured, far
+/// longer than a DataNode takes to start the next range.
 fn readahead_bytes() -> u64 {
     std::env::var("TFYARN_HDFS_READAHEAD_MB")
         .ok()
