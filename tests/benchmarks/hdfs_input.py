@@ -140,8 +140,8 @@ def _tfrecord_pipeline(files: list[str]) -> Any:
     )
 
 
-def _plugin_vs_native(local_dir: str, url: str, records: int, passes: int) -> int:
-    """The second interpreter: native local and plugin passes only."""
+def _tfrecord_files(local_dir: str, url: str) -> tuple[list[str], list[str]]:
+    """The same shards on local disk and on HDFS (globbed through the plugin)."""
     import tensorflow as tf
 
     import tfyarn
@@ -150,6 +150,12 @@ def _plugin_vs_native(local_dir: str, url: str, records: int, passes: int) -> in
     local_files = sorted(os.path.join(local_dir, f) for f in os.listdir(local_dir))
     remote_files = sorted(tf.io.gfile.glob(url + "/part-*"))
     assert len(remote_files) == len(local_files), remote_files
+    return local_files, remote_files
+
+
+def _plugin_vs_native(local_dir: str, url: str, records: int, passes: int) -> int:
+    """The second interpreter: native local and plugin passes only."""
+    local_files, remote_files = _tfrecord_files(local_dir, url)
     total_bytes = sum(os.path.getsize(f) for f in local_files)
     timed = Passes(records, total_bytes)
     timed.run(
@@ -247,14 +253,9 @@ def main(argv: list[str] | None = None) -> int:
             hdfs_put_mb_s=round(total_bytes / 1e6 / put_s, 1),
         )
         del blob, records
-
-        import tensorflow as tf
-
-        import tfyarn
-
-        tfyarn.enable_hdfs()
-        remote_files = sorted(tf.io.gfile.glob(args.url + "/tfrecord/part-*"))
-        assert len(remote_files) == len(local_files), remote_files
+        local_files, remote_files = _tfrecord_files(
+            os.path.join(local, "tfrecord"), args.url + "/tfrecord"
+        )
 
         def hdfs() -> Any:
             return tfrecord_dataset(

@@ -53,6 +53,13 @@ fn kib(bytes: u64) -> u32 {
     bytes.div_ceil(1024).min(u32::MAX as u64) as u32
 }
 
+/// The read-ahead a packet takes while buffered (KiB): the task acquires it
+/// and the reader gives it back, so both must count it the same way. A packet
+/// larger than the whole read-ahead takes all of it.
+fn share(packet: &Bytes, window: u32) -> u32 {
+    kib(packet.len() as u64).min(window)
+}
+
 /// A forward skip this short is read through rather than restarting the stream.
 const SKIP_THROUGH: u64 = 1 << 20;
 
@@ -77,7 +84,7 @@ struct Prefetch {
     held: u32,
     /// Read-ahead not in use (KiB): the task waits for it before passing on a packet.
     room: Arc<Semaphore>,
-    /// The whole read-ahead (KiB); a packet larger than it takes all of it.
+    /// The whole read-ahead (KiB).
     window: u32,
     rx: mpsc::UnboundedReceiver<Result<Bytes, HdfsError>>,
     task: JoinHandle<()>,
@@ -150,7 +157,7 @@ impl Reader {
                 while let Some(item) = stream.next().await {
                     let failed = item.is_err();
                     if let Ok(bytes) = &item {
-                        match task_room.acquire_many(kib(bytes.len() as u64).min(window_kib)).await {
+                        match task_room.acquire_many(share(bytes, window_kib)).await {
                             Ok(permit) => permit.forget(),
                             Err(_) => return,
                         }
@@ -190,7 +197,7 @@ impl Reader {
     fn next_packet(&self, p: &mut Prefetch) -> TfResult<Bytes> {
         p.room.add_permits(std::mem::take(&mut p.held) as usize);
         let bytes = self.receive(p)?;
-        p.held = kib(bytes.len() as u64).min(p.window);
+        p.held = share(&bytes, p.window);
         Ok(bytes)
     }
 
