@@ -33,6 +33,7 @@ from am.tokens import keeper_for
 from tfyarn.contract import env as _env
 from tfyarn.contract import jvm
 from tfyarn.contract.channel import find_credentials
+from tfyarn.contract.skein_import import import_skein
 from tfyarn.contract.status import MASTER_KEY
 from tfyarn.spec import JobSpec
 
@@ -218,7 +219,7 @@ def configure_process() -> None:
 
 def main() -> int:
     configure_process()
-    import skein
+    skein = import_skein()
 
     from am.launcher import SkeinLauncher, marker_url
 

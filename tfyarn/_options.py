@@ -240,7 +240,12 @@ class _DuplicateKey(yaml.YAMLError):
         self.key, self.first, self.again = key, first, again
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+# libyaml's parser where PyYAML was built with it: the pure-Python one spent
+# 40 ms of CPU on the schema in every task container and master (issue 13).
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _UniqueKeyLoader(_SafeLoader):
     """safe_load, refusing a key given twice: PyYAML keeps the last silently."""
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:

@@ -13,7 +13,9 @@ gRPC contract in ``proto/`` (generated code in ``tfyarn._proto``):
 - :mod:`~tfyarn.contract.noise`: which stderr lines are TensorFlow's start-up
   chatter (kept out of diagnostics and of ``tfyarn data`` output).
 - :mod:`~tfyarn.contract.jvm`: the options of the job's JVMs (skein's
-  ApplicationMaster and the master's Java helpers).
+  ApplicationMaster and the master's Java helpers);
+- :mod:`~tfyarn.contract.skein_import`: skein imported without setuptools'
+  distutils (the master and the runtime).
 
 ``am/`` imports only this package, ``tfyarn.spec``, ``tfyarn.errors`` and the
 generated protos from ``tfyarn``.

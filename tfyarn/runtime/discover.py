@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tfyarn.contract.skein_import import import_skein
 from tfyarn.contract.status import MASTER_KEY
 from tfyarn.errors import MasterUnavailableError
 
@@ -67,6 +68,4 @@ def master_address(
 
 
 def _from_current() -> Any:
-    import skein
-
-    return skein.ApplicationClient.from_current()
+    return import_skein().ApplicationClient.from_current()

