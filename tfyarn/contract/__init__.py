@@ -15,7 +15,11 @@ gRPC contract in ``proto/`` (generated code in ``tfyarn._proto``):
 - :mod:`~tfyarn.contract.jvm`: the options of the job's JVMs (skein's
   ApplicationMaster and the master's Java helpers);
 - :mod:`~tfyarn.contract.skein_import`: skein imported without setuptools'
-  distutils (the master and the runtime).
+  distutils (the master and the runtime);
+- :mod:`~tfyarn.contract.hadoop_conf`: the Hadoop configuration directory and
+  what its site files say (``fs.defaultFS``, name services, ResourceManagers,
+  Kerberos);
+- :mod:`~tfyarn.contract.ticket`: whether this process holds a Kerberos ticket.
 
 ``am/`` imports only this package, ``tfyarn.spec``, ``tfyarn.errors`` and the
 generated protos from ``tfyarn``.
