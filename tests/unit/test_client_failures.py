@@ -1,4 +1,4 @@
-"""Issue 16, YARN side: never a hang, every refusal names its cause.
+"""The YARN side of the client: never a hang, every refusal names its cause.
 
 An unreachable ResourceManager is bounded and named; YARN's reason for a
 refusal is kept whole (and queues and hdfs:// files are checked before
@@ -24,6 +24,7 @@ from _fake_yarn import APP_ID, FakeYarn, Report
 import tfyarn
 from tfyarn.client import connection, hadoop_conf, jobs, narrator, preflight, tasklogs
 from tfyarn.contract.exit_codes import exit_codes, explain_diagnostics, explain_exit
+from tfyarn.contract.hadoop_conf import check_conf_dir
 from tfyarn.contract.status import TaskState, TaskStatus
 from tfyarn.errors import ClusterError, JobFailedError, SpecError, TfyarnError
 
@@ -121,22 +122,6 @@ def test_the_timeout_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(hadoop_conf.TIMEOUT_ENV, bad)
         with pytest.raises(ClusterError, match=hadoop_conf.TIMEOUT_ENV):
             hadoop_conf.yarn_timeout()
-
-
-def test_rm_addresses(tmp_path: Path) -> None:
-    site(tmp_path / "yarn-site.xml", yarn_resourcemanager_address="rm:9000")
-    assert hadoop_conf.rm_addresses(tmp_path) == ["rm:9000"]
-    site(tmp_path / "yarn-site.xml", yarn_resourcemanager_hostname="rm.example")
-    assert hadoop_conf.rm_addresses(tmp_path) == ["rm.example:8032"]
-    (tmp_path / "yarn-site.xml").write_text(
-        SITE.format(
-            "<property><name>yarn.resourcemanager.ha.enabled</name><value>true</value></property>"
-            "<property><name>yarn.resourcemanager.ha.rm-ids</name><value>a,b</value></property>"
-            "<property><name>yarn.resourcemanager.hostname.a</name><value>h1</value></property>"
-            "<property><name>yarn.resourcemanager.address.b</name><value>h2:1</value></property>"
-        )
-    )
-    assert hadoop_conf.rm_addresses(tmp_path) == ["h1:8032", "h2:1"]
 
 
 def test_the_driver_reads_the_bounded_copy(
@@ -435,23 +420,23 @@ def test_an_empty_conf_dir_is_refused(
 def test_a_conf_dir_without_site_files_is_refused(tmp_path: Path) -> None:
     (tmp_path / "hdfs-site.xml").write_text(SITE.format(""))
     with pytest.raises(ClusterError) as err:
-        hadoop_conf.check_conf_dir(tmp_path)
+        check_conf_dir(tmp_path)
     assert "core-site.xml and no yarn-site.xml" in str(err.value)
     site(tmp_path / "core-site.xml")
     with pytest.raises(ClusterError, match=re.escape("no yarn-site.xml")):
-        hadoop_conf.check_conf_dir(tmp_path)
+        check_conf_dir(tmp_path)
     site(tmp_path / "yarn-site.xml")
-    assert hadoop_conf.check_conf_dir(tmp_path) == tmp_path
+    assert check_conf_dir(tmp_path) == tmp_path
     (tmp_path / "file").write_text("")
     with pytest.raises(ClusterError, match="not a directory"):
-        hadoop_conf.check_conf_dir(tmp_path / "file")
+        check_conf_dir(tmp_path / "file")
 
 
 def test_a_conf_dir_with_a_broken_site_file_is_refused(tmp_path: Path) -> None:
     site(tmp_path / "core-site.xml")
     (tmp_path / "yarn-site.xml").write_text("<configuration><property>")
     with pytest.raises(ClusterError) as err:
-        hadoop_conf.check_conf_dir(tmp_path)
+        check_conf_dir(tmp_path)
     assert f"{tmp_path / 'yarn-site.xml'} (from HADOOP_CONF_DIR)" in str(err.value)
 
 

@@ -1,4 +1,4 @@
-"""The client's Kerberos login (issue 12): options, checks, and skein's errors mapped.
+"""The client's Kerberos login on a secure cluster: options, checks, and skein's errors mapped.
 
 The driver messages are the ones measured on the secure local cluster (skein
 0.8.2, Hadoop 3.4, Java 17).
@@ -16,6 +16,7 @@ import pytest
 from tfyarn import _options
 from tfyarn.client import config, connection, kerberos
 from tfyarn.client.kerberos import KerberosError, Login
+from tfyarn.contract.hadoop_conf import HadoopConf
 from tfyarn.errors import SpecError, TfyarnError
 from tfyarn.spec import JobSpec
 
@@ -127,9 +128,9 @@ def secure_conf(tmp_path: Path, *, secure: bool = True) -> Path:
 
 
 def test_the_cluster_says_whether_it_is_secure_and_its_realm(tmp_path: Path) -> None:
-    conf = secure_conf(tmp_path)
-    assert kerberos.is_secure(conf) and kerberos.cluster_realm(conf) == REALM
-    assert not kerberos.is_secure(tmp_path)  # no core-site.xml: simple
+    conf = HadoopConf(secure_conf(tmp_path))
+    assert conf.is_secure and conf.realm == REALM
+    assert not HadoopConf(tmp_path).is_secure  # no core-site.xml: simple
 
 
 needs_krb5 = pytest.mark.skipif(

@@ -24,6 +24,12 @@ from typing import Any
 
 from tfyarn.client import hadoop_conf, kerberos
 from tfyarn.client.kerberos import Login
+from tfyarn.contract.hadoop_conf import (
+    CONF_DIR_ENV,
+    RM_PORT,
+    HadoopConf,
+    check_conf_dir,
+)
 from tfyarn.errors import ClusterError, SpecError, TfyarnError
 
 TAG = "tfyarn"  # every tfyarn application carries this YARN tag
@@ -91,9 +97,9 @@ def use_cluster() -> None:
         lacks ``core-site.xml``/``yarn-site.xml`` (Hadoop would silently use
         its defaults: a ResourceManager on 0.0.0.0).
     """
-    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    conf_dir = os.environ.get(CONF_DIR_ENV)
     if conf_dir:
-        hadoop_conf.check_conf_dir(conf_dir)
+        check_conf_dir(conf_dir)
         return
     from tfyarn.cluster import use_local_cluster
 
@@ -101,10 +107,10 @@ def use_cluster() -> None:
         use_local_cluster()
     except ClusterError:
         raise ClusterError(NO_CLUSTER) from None
-    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    conf_dir = os.environ.get(CONF_DIR_ENV)
     if not conf_dir:  # no local cluster running
         raise ClusterError(NO_CLUSTER)
-    hadoop_conf.check_conf_dir(conf_dir)
+    check_conf_dir(conf_dir)
 
 
 def java_environ() -> dict[str, str]:
@@ -112,11 +118,11 @@ def java_environ() -> dict[str, str]:
 
     Call after :func:`use_cluster`.
     """
-    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    conf_dir = os.environ.get(CONF_DIR_ENV)
     if not conf_dir:
         return dict(os.environ)
     bounded = hadoop_conf.bounded_conf_dir(conf_dir, hadoop_conf.yarn_timeout())
-    return {**os.environ, "HADOOP_CONF_DIR": str(bounded)}
+    return {**os.environ, CONF_DIR_ENV: str(bounded)}
 
 
 def connect(login: Login | None = None) -> Any:
@@ -149,7 +155,7 @@ def connect(login: Login | None = None) -> Any:
     import skein
 
     login = check_login(login if login is not None else _requested)
-    conf_dir = os.environ["HADOOP_CONF_DIR"]
+    conf = HadoopConf(os.environ[CONF_DIR_ENV])
     log = _driver_log()
     log.parent.mkdir(parents=True, exist_ok=True)
     _forget_old_logs(log.parent)
@@ -179,8 +185,7 @@ def connect(login: Login | None = None) -> Any:
     except skein.exceptions.SkeinError as exc:
         # A failed keytab login ends the driver; only its log says why.
         said = f"{exc}\n{_tail(log)}"
-        realm = kerberos.cluster_realm(conf_dir)
-        found = kerberos.explain(said, login, realm)
+        found = kerberos.explain(said, login, conf.realm)
         if found is not None:
             raise found from None
         raise TfyarnError(
@@ -207,7 +212,7 @@ def check_login(login: Login | None = None) -> Login:
     global _login
     use_cluster()
     login = login if login is not None else _configured_login()
-    kerberos.check(login, os.environ["HADOOP_CONF_DIR"])
+    kerberos.check(login, os.environ[CONF_DIR_ENV])
     _login = login
     return login
 
@@ -336,10 +341,11 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
 
 def _kerberos_failure(said: str) -> kerberos.KerberosError | None:
     """The Kerberos error in what the driver said, for the last login, or None."""
-    conf_dir = os.environ.get("HADOOP_CONF_DIR")
-    if not conf_dir or not kerberos.is_secure(conf_dir):
+    conf_dir = os.environ.get(CONF_DIR_ENV)
+    conf = HadoopConf(conf_dir) if conf_dir else None
+    if conf is None or not conf.is_secure:
         return None
-    return kerberos.explain(said, _login, kerberos.cluster_realm(conf_dir))
+    return kerberos.explain(said, _login, conf.realm)
 
 
 def unreachable(detail: str) -> TfyarnError:
@@ -349,8 +355,10 @@ def unreachable(detail: str) -> TfyarnError:
     failed on connection exception"): the ResourceManager, or, while skein's
     driver uploads a job's files, the HDFS NameNode.
     """
-    conf_dir = os.environ.get("HADOOP_CONF_DIR", "")
-    addresses = hadoop_conf.rm_addresses(conf_dir) if conf_dir else ["0.0.0.0:8032"]
+    conf_dir = os.environ.get(CONF_DIR_ENV, "")
+    addresses = (
+        HadoopConf(conf_dir).rm_addresses if conf_dir else [f"0.0.0.0:{RM_PORT}"]
+    )
     timeout = hadoop_conf.yarn_timeout()
     called = _CALLED.search(detail)
     rm_ports = {a.rpartition(":")[2] for a in addresses}

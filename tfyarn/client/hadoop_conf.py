@@ -1,4 +1,4 @@
-"""The client's Hadoop configuration: checked, read, and bounded for YARN calls.
+"""The client's Hadoop configuration: checked, and bounded for YARN calls.
 
 Hadoop silently falls back to its built-in defaults (a ResourceManager on
 ``0.0.0.0:8032``) when ``$HADOOP_CONF_DIR`` is empty or lacks its site files,
@@ -6,9 +6,14 @@ and its YARN client retries an unreachable ResourceManager for up to 15 minutes
 (``yarn.resourcemanager.connect.max-wait.ms``), each attempt itself retried at
 the IPC layer (``ipc.client.connect.max.retries``): measured, ``tfyarn list``
 against ``127.0.0.1:1`` printed nothing for over 1000 s. So the directory is
-checked (:func:`check_conf_dir`), and every Java process tfyarn starts to talk
-to YARN (skein's driver, ``yarn logs``) reads a copy of it whose retry settings
-give up after :func:`yarn_timeout` seconds (:func:`bounded_conf_dir`).
+checked (:func:`tfyarn.contract.hadoop_conf.check_conf_dir`), and every Java
+process tfyarn starts to talk to YARN (skein's driver, ``yarn logs``) reads a
+copy of it whose retry settings give up after :func:`yarn_timeout` seconds
+(:func:`bounded_conf_dir`).
+
+What the configuration says (its ResourceManagers, whether it is secure) is
+read by :mod:`tfyarn.contract.hadoop_conf`, which the master and the task
+runtime share; this module holds only what the client does with it.
 """
 
 from __future__ import annotations
@@ -18,108 +23,28 @@ import os
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
+from tfyarn.contract import hadoop_conf as _conf
 from tfyarn.errors import ClusterError
 
-# The site files a client needs: core-site.xml names HDFS (fs.defaultFS),
-# yarn-site.xml the ResourceManager.
-REQUIRED = ("core-site.xml", "yarn-site.xml")
 # Seconds before a YARN call to an unreachable ResourceManager gives up;
 # TFYARN_YARN_TIMEOUT overrides it.
 DEFAULT_YARN_TIMEOUT = 20.0
 TIMEOUT_ENV = "TFYARN_YARN_TIMEOUT"
-_RM_PORT = 8032  # yarn-default.xml's port of yarn.resourcemanager.address
 
 
-def check_conf_dir(conf_dir: str | os.PathLike[str]) -> Path:
-    """``conf_dir`` as a :class:`Path`, if it holds a client configuration.
+def read_properties(path: str | os.PathLike[str]) -> Mapping[str, str]:
+    """name -> value of a Hadoop ``*-site.xml`` (empty if missing); see
+    :func:`tfyarn.contract.hadoop_conf.read_site`.
 
     Raises
     ------
     ClusterError
-        The directory is missing, is not a directory, cannot be read, or lacks
-        a readable ``core-site.xml`` or ``yarn-site.xml``; the message names
-        it and what is wrong.
+        The file exists but is not readable XML.
     """
-    path = Path(conf_dir).expanduser()
-    where = f"HADOOP_CONF_DIR={conf_dir}"
-    if not path.exists():
-        raise ClusterError(
-            f"{where} does not exist; point HADOOP_CONF_DIR at your cluster's "
-            "client configuration (the directory holding core-site.xml and "
-            "yarn-site.xml), or unset it to use `tfyarn cluster start`'s cluster"
-        )
-    if not path.is_dir():
-        raise ClusterError(
-            f"{where} is a file, not a directory; point HADOOP_CONF_DIR at the "
-            "directory holding core-site.xml and yarn-site.xml"
-        )
-    try:
-        missing = [name for name in REQUIRED if not (path / name).is_file()]
-        empty = not any(path.iterdir())
-    except OSError as exc:
-        raise ClusterError(
-            f"cannot read {where} ({exc.strerror or exc}); point HADOOP_CONF_DIR "
-            "at a client configuration you can read"
-        ) from None
-    if missing:
-        what = "it is empty" if empty else "it has no " + " and no ".join(missing)
-        raise ClusterError(
-            f"{where} is not a Hadoop client configuration: {what} (Hadoop would "
-            "silently use its built-in defaults instead); point HADOOP_CONF_DIR "
-            "at the directory holding your cluster's core-site.xml and "
-            "yarn-site.xml"
-        )
-    for name in REQUIRED:
-        try:
-            ET.parse(path / name)
-        except (OSError, ET.ParseError) as exc:
-            # Hadoop would fail later, with a Java stack trace in a log file.
-            raise ClusterError(
-                f"{path / name} (from HADOOP_CONF_DIR) cannot be read as a Hadoop "
-                f"configuration: {exc}; fix or replace the file"
-            ) from None
-    return path
-
-
-def read_properties(path: str | os.PathLike[str]) -> dict[str, str]:
-    """name -> value of a Hadoop ``*-site.xml`` (empty if unreadable)."""
-    try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError):
-        return {}
-    out = {}
-    for prop in root.iter("property"):
-        name, value = prop.findtext("name"), prop.findtext("value")
-        if name:
-            out[name.strip()] = (value or "").strip()
-    return out
-
-
-def rm_addresses(conf_dir: str | os.PathLike[str]) -> list[str]:
-    """The ResourceManager address(es) a client of ``conf_dir`` tries.
-
-    ``yarn.resourcemanager.address``, else ``<yarn.resourcemanager.hostname>:8032``
-    as Hadoop derives it; with HA (``yarn.resourcemanager.ha.rm-ids``), one per
-    ResourceManager.
-    """
-    props = read_properties(Path(conf_dir) / "yarn-site.xml")
-
-    def address(suffix: str = "") -> str:
-        explicit = props.get(f"yarn.resourcemanager.address{suffix}")
-        if explicit:
-            return explicit
-        host = props.get(f"yarn.resourcemanager.hostname{suffix}", "0.0.0.0")
-        return f"{host}:{_RM_PORT}"
-
-    ids = [
-        i.strip() for i in props.get("yarn.resourcemanager.ha.rm-ids", "").split(",")
-    ]
-    ids = [i for i in ids if i]
-    if props.get("yarn.resourcemanager.ha.enabled", "").lower() == "true" and ids:
-        return [address(f".{i}") for i in ids]
-    return [address()]
+    return _conf.read_site(path)
 
 
 def yarn_timeout() -> float:

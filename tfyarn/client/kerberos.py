@@ -18,7 +18,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfyarn.client import hadoop_conf
+from tfyarn.contract.hadoop_conf import HadoopConf, realm_of
+from tfyarn.contract.ticket import has_ticket
 from tfyarn.errors import SpecError, TfyarnError
 
 
@@ -116,7 +117,7 @@ def message(kind: str, login: Login, realm: str | None = None) -> str:
     if kind == "kdc_down":
         how = f"the keytab {login.keytab}" if login.keytab else "your ticket"
         return (
-            f"the Kerberos KDC of realm {realm or _realm_of(who) or '?'} did not "
+            f"the Kerberos KDC of realm {realm or realm_of(who) or '?'} did not "
             f"answer, so {who} could not log in with {how}. Check that the KDC "
             "named in your krb5.conf (KRB5_CONFIG; Java reads "
             "-Djava.security.krb5.conf in SKEIN_DRIVER_JAVA_OPTIONS) runs and is "
@@ -143,24 +144,6 @@ def message(kind: str, login: Login, realm: str | None = None) -> str:
     )
 
 
-def is_secure(conf_dir: str | os.PathLike[str]) -> bool:
-    """Whether the cluster's core-site.xml asks for Kerberos."""
-    props = _props(Path(conf_dir) / "core-site.xml")
-    return props.get("hadoop.security.authentication", "simple").lower() == "kerberos"
-
-
-def cluster_realm(conf_dir: str | os.PathLike[str]) -> str | None:
-    """The realm of the ResourceManager's (or NameNode's) principal, if configured."""
-    for name, key in (
-        ("yarn-site.xml", "yarn.resourcemanager.principal"),
-        ("hdfs-site.xml", "dfs.namenode.kerberos.principal"),
-    ):
-        realm = _realm_of(_props(Path(conf_dir) / name).get(key, ""))
-        if realm:
-            return realm
-    return None
-
-
 def expected_principal(realm: str | None) -> str:
     """The principal a ``kinit`` would most likely need: this user in the realm."""
     try:
@@ -184,10 +167,11 @@ def check(login: Login, conf_dir: str | os.PathLike[str]) -> None:
     """
     if login.keytab:
         check_keytab(login)
-    if not is_secure(conf_dir):
+    conf = HadoopConf(conf_dir)
+    if not conf.is_secure:
         return
     if not login.keytab and not has_ticket():
-        raise KerberosError(message("no_ticket", login, cluster_realm(conf_dir)))
+        raise KerberosError(message("no_ticket", login, conf.realm))
 
 
 def use_keytab_for_hdfs(login: Login) -> None:
@@ -249,20 +233,3 @@ def keytab_principals(path: Path) -> set[str] | None:
         for line in done.stdout.splitlines()
         if len(parts := line.split()) == 2 and parts[0].isdigit()
     }
-
-
-def has_ticket() -> bool:
-    """Whether the ticket cache holds an unexpired ticket (True without ``klist``)."""
-    klist = shutil.which("klist")
-    if klist is None:
-        return True
-    done = subprocess.run([klist, "-s"], capture_output=True, timeout=10, check=False)
-    return done.returncode == 0
-
-
-def _realm_of(principal: str) -> str | None:
-    return principal.rpartition("@")[2] or None if "@" in principal else None
-
-
-def _props(path: Path) -> dict[str, str]:
-    return hadoop_conf.read_properties(path)  # empty if missing or unreadable

@@ -5,8 +5,8 @@ job as a file of the master alone (never a task's), with YARN's
 ``application`` visibility: uploaded to the job's staging directory (mode
 0600 in a 0700 directory, skein's), localized for this application only,
 deleted with it. The master logs in with it to fetch fresh HDFS delegation
-tokens before the old ones end (``am/tokens.py``, issue 12). Without a
-keytab nothing travels; the master then warns how long the job can use HDFS.
+tokens before the old ones end (``am/tokens.py``). Without a keytab nothing
+travels; the master then warns how long the job can use HDFS.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tfyarn.client import kerberos
 from tfyarn.client.kerberos import Login
 from tfyarn.contract import env as _env
+from tfyarn.contract.hadoop_conf import CONF_DIR_ENV, HadoopConf
 
 
 def ship_keytab(app_spec: Any, login: Login) -> bool:
@@ -26,10 +26,10 @@ def ship_keytab(app_spec: Any, login: Login) -> bool:
     """
     import skein
 
-    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    conf_dir = os.environ.get(CONF_DIR_ENV)
     if not (login.keytab and login.principal and conf_dir):
         return False
-    if not kerberos.is_secure(conf_dir):
+    if not HadoopConf(conf_dir).is_secure:
         return False
     master = app_spec.master
     master.files[_env.KEYTAB_FILE] = skein.File(
