@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 
 from tfyarn.contract import env as _env
+from tfyarn.contract import hadoop_conf
 from tfyarn.errors import HdfsError
 
 #: Environment variable naming the plugin library: set by the task runtime for
@@ -94,10 +95,8 @@ def _use_local_cluster_config() -> None:
     """Without ``HADOOP_CONF_DIR``, ``hdfs:///`` means the running local
     cluster's fs.defaultFS, as in ``tfyarn.data`` (the plugin reads the
     variable itself)."""
-    if os.environ.get("HADOOP_CONF_DIR"):
+    if os.environ.get(hadoop_conf.CONF_DIR_ENV):
         return
-    from tfyarn.data.fs.hdfs import _config_dir
-
-    directory = _config_dir()
-    if directory:
-        os.environ["HADOOP_CONF_DIR"] = directory
+    directory = hadoop_conf.local_cluster_conf_dir()
+    if directory is not None:
+        os.environ[hadoop_conf.CONF_DIR_ENV] = str(directory)

@@ -1,4 +1,4 @@
-"""HDFS on a secure cluster (issue 12): GSSAPI failures mapped, tokens found.
+"""HDFS on a secure cluster: GSSAPI failures mapped, tokens found.
 
 The messages are hdfs-native 0.14.7's, measured on the secure local cluster.
 """

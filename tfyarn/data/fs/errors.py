@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from pathlib import Path
+from collections.abc import Iterator
 from urllib.parse import urlparse
 
+from tfyarn.contract import hadoop_conf
 from tfyarn.errors import HdfsError
 
 
@@ -193,18 +195,26 @@ def _token_ended(token_file: str, namenode: str | None) -> str | None:
 
 
 def _principal_hint() -> str:
-    """`` user@REALM`` for the kinit hint, the realm from the NameNode's principal."""
-    conf_dir = os.environ.get("HADOOP_CONF_DIR")
-    if not conf_dir:
-        return ""
+    """`` user@REALM`` for the kinit hint, the realm the cluster's principals name."""
+    conf = hadoop_conf.current()
     try:
-        text = Path(conf_dir, "hdfs-site.xml").read_text()
-    except OSError:
-        return ""
-    m = re.search(
-        r"dfs\.namenode\.kerberos\.principal</name>\s*<value>[^<@]*@([^<\s]+)<", text
-    )
-    return f" {_local_user()}@{m.group(1)}" if m else ""
+        realm = conf.realm if conf is not None else None
+    except hadoop_conf.HadoopConfError:
+        return ""  # a hint is not worth a second error
+    return f" {_local_user()}@{realm}" if realm else ""
+
+
+@contextlib.contextmanager
+def conf_errors() -> Iterator[None]:
+    """A Hadoop configuration file that cannot be read becomes an HdfsError.
+
+    Everything the data layer raises on purpose is one; the message already
+    names the file and what to do.
+    """
+    try:
+        yield
+    except hadoop_conf.HadoopConfError as exc:
+        raise HdfsError(str(exc)) from None
 
 
 _RPC_ERROR = re.compile(r'^RPCError\("([\w.$]+)", "(.*)', re.DOTALL)

@@ -10,11 +10,14 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any, TypeVar
 from urllib.parse import urlparse
 
+from tfyarn.contract import hadoop_conf
+from tfyarn.contract.ticket import has_ticket
 from tfyarn.data.fs import deadline as _deadline
 from tfyarn.data.fs.base import READ_CHUNK, FileInfo, FileSystem
 from tfyarn.data.fs.errors import (
     HdfsAuthError,
     NameNodeUnreachableError,
+    conf_errors,
     kerberos_message,
     mapped_error,
 )
@@ -87,7 +90,7 @@ class HdfsFileSystem(FileSystem):
                 url = token_url(url)
                 try:
                     self._client = hdfs_native.Client(
-                        url, dict(self._options), _config_dir()
+                        url, dict(self._options), _native_config_dir()
                     )
                 except Exception as exc:  # config errors surface here
                     raise HdfsError(
@@ -107,12 +110,12 @@ class HdfsFileSystem(FileSystem):
             "KRB5_CLIENT_KTNAME"
         ):
             return
-        conf_dir = os.environ.get("HADOOP_CONF_DIR") or _config_dir()
-        if not conf_dir:
+        conf = hadoop_conf.current()
+        if conf is None:
             return
-        from tfyarn.client import kerberos  # the user's side only: lazily
-
-        if kerberos.is_secure(conf_dir) and not kerberos.has_ticket():
+        with conf_errors():
+            secure = conf.is_secure
+        if secure and not has_ticket():
             message = kerberos_message(op, url, "gss_s_no_cred", self.prefix)
             raise HdfsAuthError(message or f"HDFS {op} of {url}: no Kerberos ticket")
 
@@ -312,26 +315,23 @@ class _HdfsWriter(io.RawIOBase):
             super().close()
 
 
-def _config_dir() -> str | None:
-    """``$HADOOP_CONF_DIR`` (hdfs-native reads it itself), else the config of
-    a running local cluster (``tfyarn cluster start``), as tfyarn.client does."""
-    if os.environ.get("HADOOP_CONF_DIR"):
+def _native_config_dir() -> str | None:
+    """The config dir to hand hdfs-native: none while ``$HADOOP_CONF_DIR`` is
+    set (hdfs-native reads it itself), else the running local cluster's
+    (``tfyarn cluster start``), so ``hdfs:///`` means the same as for tfyarn."""
+    if os.environ.get(hadoop_conf.CONF_DIR_ENV):
         return None
-    try:
-        from tfyarn.cluster import LocalCluster
-
-        cluster = LocalCluster()
-        return str(cluster.conf_dir) if cluster.is_running() else None
-    except Exception:  # noqa: BLE001 (no local cluster is the common case)
-        return None
+    local = hadoop_conf.local_cluster_conf_dir()
+    return str(local) if local is not None else None
 
 
 def token_url(url: str | None) -> str | None:
     """In a YARN container, the NameNode named the way its delegation token is.
 
-    hdfs-native finds a token only by the exact service ``ip:port`` Hadoop
-    gave it (FIELD_NOTES, Kerberos), so ``hdfs://nn.example.com:8020`` (or a
-    fs.defaultFS spelled so) found none. A name service without a port (HA,
+    hdfs-native finds a token only by its exact service, and Hadoop names a
+    NameNode's token by ``ip:port`` (``hadoop.security.token.service.use_ip``,
+    on by default), so ``hdfs://nn.example.com:8020`` (or a fs.defaultFS
+    spelled so) found none. A name service without a port (HA,
     ``ha-hdfs:<name>`` tokens) is left to hdfs-native. Outside a container
     (``HADOOP_TOKEN_FILE_LOCATION`` unset) Kerberos needs the host name: kept.
     """

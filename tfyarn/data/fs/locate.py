@@ -7,9 +7,10 @@ import glob as _glob
 import os
 import threading
 from urllib.parse import urlparse
-from xml.etree import ElementTree
 
+from tfyarn.contract import hadoop_conf
 from tfyarn.data.fs.base import FileSystem
+from tfyarn.data.fs.errors import conf_errors
 from tfyarn.data.fs.hdfs import HDFS_SCHEMES, HdfsFileSystem
 from tfyarn.data.fs.local import LocalFileSystem
 from tfyarn.errors import HdfsError
@@ -60,7 +61,7 @@ def resolve(url: str) -> FileSystem:
         )
     # The config decides what hdfs:/// means and how to log in: a client made
     # under another HADOOP_CONF_DIR would talk to another cluster.
-    key = (scheme, parsed.netloc, os.environ.get("HADOOP_CONF_DIR", ""))
+    key = (scheme, parsed.netloc, os.environ.get(hadoop_conf.CONF_DIR_ENV, ""))
     with _FS_CACHE_LOCK:
         fs = _FS_CACHE.get(key)
         if fs is None:
@@ -105,21 +106,20 @@ def qualify(path: str, *, user: str | None = None) -> str:
 
 
 def default_fs() -> str | None:
-    """``fs.defaultFS`` of ``$HADOOP_CONF_DIR`` (or of the running local cluster)."""
-    from tfyarn.data.fs.hdfs import _config_dir
+    """``fs.defaultFS`` of ``$HADOOP_CONF_DIR`` (or of the running local cluster).
 
-    directory = os.environ.get("HADOOP_CONF_DIR") or _config_dir()
-    if not directory:
+    None without a configuration or without the property.
+
+    Raises
+    ------
+    HdfsError
+        ``core-site.xml`` is there but cannot be read; the message names it.
+    """
+    conf = hadoop_conf.current()
+    if conf is None:
         return None
-    try:
-        root = ElementTree.parse(os.path.join(directory, "core-site.xml")).getroot()
-    except (OSError, ElementTree.ParseError):
-        return None
-    for prop in root.iter("property"):
-        if prop.findtext("name") == "fs.defaultFS":
-            value = (prop.findtext("value") or "").strip()
-            return value or None
-    return None
+    with conf_errors():
+        return conf.default_fs
 
 
 def join(base: str, *parts: str) -> str:
