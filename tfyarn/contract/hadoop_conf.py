@@ -8,11 +8,11 @@ answered here, once, from one parser of Hadoop's ``*-site.xml`` files.
 Which directory (:func:`conf_dir`): ``$HADOOP_CONF_DIR`` if set, else the
 configuration of the local cluster ``tfyarn cluster start`` runs, while it runs.
 
-Each site file is parsed once per version (its path, modification time and
-size), so asking again is a dictionary lookup. A missing file reads as empty,
-as Hadoop reads it; one that is not XML raises :class:`HadoopConfError` naming
-it. Within a file the last definition of a property wins, unless an earlier one
-is marked ``<final>true</final>``, as in Hadoop.
+Each site file is parsed once per version (its path, modification time, size
+and inode), so asking again is a dictionary lookup. A missing file reads as
+empty, as Hadoop reads it; one that is not XML raises :class:`HadoopConfError`
+naming it. Within a file the last definition of a property wins, unless an
+earlier one is marked ``<final>true</final>``, as in Hadoop.
 
 Examples
 --------
