@@ -26,9 +26,7 @@ def test_every_key_is_documented_with_its_default() -> None:
     text = _options_reference.generate(REPO / "conf")
     defaults = _options.read_yaml(REPO / "conf" / _options.DEFAULTS_FILE)
     rows = {
-        line.split("`")[1]: line
-        for line in text.splitlines()
-        if line.startswith("| `")
+        line.split("`")[1]: line for line in text.splitlines() if line.startswith("| `")
     }
     assert set(rows) == set(_options.schema())
     assert "`2 GiB`" in rows["worker_memory"]
