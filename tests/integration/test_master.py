@@ -1,7 +1,7 @@
 """The application master and task runtime on the local YARN cluster.
 
 Jobs are submitted the way the client does (``skein.Client().submit(
-JobSpec(...).validate().to_skein())``). Task scripts report what they saw in
+to_skein(JobSpec(...).validate()))``). Task scripts report what they saw in
 the application's key-value store, so the test reads TF_CONFIG, arguments and
 ports from every task while the job runs, then releases the lead task.
 """
@@ -29,6 +29,7 @@ import skein
 from tfyarn import client
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
+from tfyarn.client.compile import to_skein
 from tfyarn.contract.channel import credentials_of, secure_channel
 from tfyarn.contract.status import MASTER_KEY, STATUS_KEY
 from tfyarn.errors import TfyarnError
@@ -100,7 +101,7 @@ def job(tmp_path: Path, tasks: dict[str, int], **kwargs: Any) -> JobSpec:
 @contextlib.contextmanager
 def submitted(yarn: Any, spec: JobSpec) -> Iterator[str]:
     """Submit; kill the application if the test leaves it running."""
-    app_id = yarn.submit(spec.to_skein())
+    app_id = yarn.submit(to_skein(spec))
     try:
         yield app_id
     finally:
@@ -252,7 +253,7 @@ def test_unsatisfiable_request_fails_in_bounded_time_naming_the_task(
     """Two workers of 2 GPUs each on a node with 2: one is never granted.
 
     (A request larger than every node is refused by the client before submitting,
-    spec.check_fits; YARN itself would reject it outright.)
+    tfyarn.client.fit; YARN itself would reject it outright.)
     """
     spec = job(
         tmp_path,

@@ -1,6 +1,6 @@
 """The environment that carries a task's identity: names, and who sets what.
 
-A task's container gets its identity one of two ways (``JobSpec.to_skein``):
+A task's container gets its identity one of two ways (``tfyarn.client.compile.to_skein``):
 
 - **declared**: the job's initial tasks are the skein services' instances,
   requested with the application and started before the master knows their
