@@ -320,11 +320,6 @@ def _submit(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _nodes(yarn: Any) -> dict[str, tuple[int, int, int]]:
-    with connection.yarn_errors():
-        return submission.node_resources(yarn)
-
-
 def _dry_run(spec: JobSpec, own: config.ClientOptions) -> int:
     try:
         with connection.login_as(own.login), connection.connect() as yarn:

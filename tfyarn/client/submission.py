@@ -119,11 +119,6 @@ def check_cluster(
     preflight.check_remote_files([spec.script, *spec.files, *remote_env])
 
 
-def node_resources(yarn: Any) -> dict[str, tuple[int, int, int]]:
-    """node id -> (memory MiB, vcores, GPUs) of every running node."""
-    return _resources(yarn.get_nodes(states=["RUNNING"]))
-
-
 def _resources(nodes: Any) -> dict[str, tuple[int, int, int]]:
     return {
         n.id: (
