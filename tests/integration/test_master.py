@@ -88,7 +88,8 @@ def job(tmp_path: Path, tasks: dict[str, int], **kwargs: Any) -> JobSpec:
     kwargs.setdefault("registration_timeout", 90.0)
     kwargs.setdefault("worker_grace", 5.0)
     kwargs.setdefault("stop_grace", 3.0)
-    # JobSpec's defaults are the shipped ones (issue 9); these tests ask for none.
+    # JobSpec's defaults are the shipped ones (conf/tfyarn.yaml: restarts,
+    # master attempts, preimport); these tests ask for none.
     kwargs = {"max_restarts": 0, "max_am_attempts": 1, "preimport": (), **kwargs}
     memory = kwargs.pop("memory_mib", 256)
     return JobSpec(
@@ -181,15 +182,20 @@ def test_cluster_forms_tf_config_is_right_and_lead_success_ends_the_job(
         intruder = master_pb2_grpc.MasterStub(
             secure_channel(address, *credentials_of(other))
         )
+        intruder_task = pb.TaskKey(role="worker", index=1)
         with pytest.raises(grpc.RpcError) as refused:
-            intruder.RegisterTask(
-                pb.RegisterTaskRequest(
-                    task=pb.TaskKey(role="worker", index=1),
-                    attempt=0,
-                    host="intruder",
-                    port=1,
-                ),
-                timeout=10,
+            # A task's first call: WatchCluster carrying its registration.
+            next(
+                intruder.WatchCluster(
+                    pb.WatchClusterRequest(
+                        task=intruder_task,
+                        attempt=0,
+                        register=pb.RegisterTaskRequest(
+                            task=intruder_task, attempt=0, host="intruder", port=1
+                        ),
+                    ),
+                    timeout=10,
+                )
             )
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
         # With the app's credentials the same service answers.
