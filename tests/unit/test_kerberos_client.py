@@ -1,4 +1,5 @@
-"""The client's Kerberos login (issue 12): options, checks, and skein's errors mapped.
+"""The client's Kerberos login (--principal, --keytab): options, checks, and
+skein's errors mapped.
 
 The driver messages are the ones measured on the secure local cluster (skein
 0.8.2, Hadoop 3.4, Java 17).

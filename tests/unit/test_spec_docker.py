@@ -1,4 +1,4 @@
-"""Docker images per role: options, checks before submission, YARN's variables (issue 11)."""
+"""Docker images per role: options, checks before submission, YARN's variables."""
 
 from __future__ import annotations
 
