@@ -27,12 +27,6 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
     def __init__(self, state: JobState) -> None:
         self.state = state
 
-    async def RegisterTask(
-        self, request: pb.RegisterTaskRequest, context: grpc.aio.ServicerContext
-    ) -> pb.RegisterTaskReply:
-        generation = await _guard(context, lambda: self.state.register(request))
-        return pb.RegisterTaskReply(generation=generation)
-
     async def WatchCluster(
         self, request: pb.WatchClusterRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[bytes]:
@@ -191,7 +185,6 @@ def _handlers(
         )
 
     return {
-        "RegisterTask": unary(servicer.RegisterTask, pb.RegisterTaskRequest),
         "WatchCluster": grpc.unary_stream_rpc_method_handler(
             servicer.WatchCluster
             if on_call is None

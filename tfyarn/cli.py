@@ -21,7 +21,9 @@ from typing import NoReturn
 
 from tfyarn.errors import JobFailedError, TfyarnError
 
-# Modules that each define add_commands(subparsers).
+# Modules that each define add_commands(subparsers). Imported when the parser
+# is built, not when this module is; a missing one is a bug and fails loudly
+# (tests/unit/test_cli.py checks that each imports and adds commands).
 _COMMAND_MODULES = (
     "tfyarn.client.cli",
     "tfyarn.cluster.cli",
@@ -81,13 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in _COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue  # a command group not written yet
-        module.add_commands(subparsers)
+        importlib.import_module(name).add_commands(subparsers)
     return parser
 
 

@@ -2,9 +2,11 @@
 
 A :class:`JobSpec` is built by the client (from ``conf/``, a user file and the
 command line) or directly in Python, validated before anything is submitted,
-compiled to a ``skein.ApplicationSpec`` by :meth:`JobSpec.to_skein`, and read
-back inside the cluster (by the master and by every task) from the
-``TFYARN_JOB`` variable.
+compiled to a ``skein.ApplicationSpec`` by the client
+(:func:`tfyarn.client.compile.to_skein`), and read back inside the cluster (by
+the master and by every task) from the ``TFYARN_JOB`` variable. The master and
+every task import this module, so it holds the job and its rules only: no
+skein, no packing, nothing of the client.
 
 Defaults and bounds are not written here: a field left out takes the shipped
 default of its option in ``conf/tfyarn.yaml``, and every field is checked
@@ -23,7 +25,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path, PurePosixPath
@@ -32,10 +34,8 @@ from typing import Any
 import yaml
 
 from tfyarn import _options, _surface
-from tfyarn._launch import ENV_DIR, PEX_FILE, Interpreter
+from tfyarn._launch import ENV_DIR, PEX_FILE
 from tfyarn.contract import docker as _docker
-from tfyarn.contract import env as _env
-from tfyarn.contract import jvm as _jvm
 from tfyarn.errors import SpecError
 
 
@@ -241,10 +241,10 @@ class JobSpec:
     am_memory_mib: int = field(default_factory=_default("am_memory"))
     am_vcores: int = field(default_factory=_default("am_vcores"))
     max_am_attempts: int = field(default_factory=_default("max_am_attempts"))
-    # Recovery and liveness (issue 5).
+    # Recovery and liveness (restarts, registration, heartbeats, stalls).
     max_restarts: int = field(default_factory=_default("max_restarts"))
     # Which failures are restarted, and the exit codes that ask for a restart
-    # (issue 13; am/policy.py: decide).
+    # (am/policy.py: decide).
     restart_policy: RestartPolicy = field(default_factory=_default("restart_policy"))
     retry_exit_codes: tuple[int, ...] = field(
         default_factory=_default("retry_exit_codes")
@@ -430,99 +430,6 @@ class JobSpec:
             raise SpecError(f"two shipped files share the name {dupes}; rename one")
         return self
 
-    def check_fits(
-        self,
-        nodes: Mapping[str, tuple[int, int, int]],
-        *,
-        labels: Mapping[str, Iterable[str]] | None = None,
-        default_label: str = "",
-    ) -> JobSpec:
-        """Refuse requests no node could ever grant, before submitting.
-
-        YARN accepts a container request larger than every node it may use and
-        then never grants it; the job would wait for registration until it
-        times out. Which nodes a request may use depends on node labels
-        (``labels``: node id -> its labels; None: not known, every node):
-
-        - a role with a node label: the nodes carrying it;
-        - the master: the queue's default partition (``default_label``, the
-          queue's default node label; "": nodes without a label), never a
-          labelled node by non-exclusive sharing;
-        - a role without a label: the queue's default label's nodes if it has
-          one, else any node (labelled nodes lend idle resources to it when
-          their label is non-exclusive, which skein cannot tell).
-
-        Parameters
-        ----------
-        nodes
-            node id -> (memory MiB, vcores, gpus) of each running node's total
-            resources (``skein.Client.get_nodes()``).
-
-        Raises
-        ------
-        SpecError
-            Naming the option, what was asked, the nodes considered (their
-            label) and the largest of them.
-        """
-        if not nodes:
-            raise SpecError(
-                "the cluster has no running NodeManager, so no task could start; "
-                "check `yarn node -list` (or `tfyarn cluster status`)"
-            )
-        asks: list[tuple[str, str, tuple[int, int, int]]] = [
-            ("am", "", (self.am_memory_mib, self.am_vcores, 0))
-        ]
-        for role in ROLES:
-            if self.group(role).count:
-                asks.append(
-                    (role.value, self.node_label_of(role), self.group(role).resources())
-                )
-        for who, label, wanted in asks:
-            where, pool = _partition(who, label, nodes, labels, default_label)
-            if not pool:
-                # check_node_labels names a label no running node carries.
-                if who == "am":
-                    raise SpecError(
-                        f"no running node is a {where}, the only kind YARN starts "
-                        f"the master on (nodes: {_some(nodes)}), so the job could "
-                        "never start; add such a node, or submit to a queue whose "
-                        "default node label some node has"
-                    )
-                continue
-            for i, (unit, name) in enumerate(
-                [(" MiB", "memory"), ("", "vcores"), ("", "gpus")]
-            ):
-                biggest = max(pool, key=lambda n: pool[n][i])
-                if wanted[i] <= pool[biggest][i]:
-                    continue
-                option = f"{who}_{name}"
-                asked, fits = (
-                    _surface.option(option, v) for v in (wanted[i], pool[biggest][i])
-                )
-                largest = (
-                    f"the largest node has {pool[biggest][i]}{unit} {name} in total"
-                    if labels is None
-                    else f"the largest, {biggest}, has {pool[biggest][i]}{unit} "
-                    f"{name} in total"
-                )
-                instead = [f"use {fits} or less"]
-                if label:
-                    own = self.group(Role(who)).node_label
-                    flag = f"{who}_node_label" if own else "node_label"
-                    instead.append(f"another {_surface.option(flag)}")
-                if i == 2:
-                    instead.append("add a node with GPUs")
-                master = (
-                    " (YARN starts the master only there)"
-                    if who == "am" and labels is not None
-                    else ""
-                )
-                raise SpecError(
-                    f"{asked}{unit} is more than any {where} offers{master}: "
-                    f"{largest}, so YARN could never grant it; {', or '.join(instead)}"
-                )
-        return self
-
     # -- conversions -------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
@@ -563,118 +470,6 @@ class JobSpec:
     @classmethod
     def from_env(cls, value: str) -> JobSpec:
         return cls.from_dict(json.loads(base64.b64decode(value)))
-
-    # -- compilation ------------------------------------------------------------
-
-    def to_skein(
-        self, *, am_source: str | None = None, interpreter: Interpreter | None = None
-    ) -> Any:
-        """Compile to a ``skein.ApplicationSpec``.
-
-        The master runs ``python -m am`` next to skein's Java AM; each role is a
-        skein service with one instance per task, so the initial requests leave
-        with the AM's first heartbeat to YARN (the master's own ``add_container``
-        calls would wait for skein's next one, up to 5 s). A declared container's
-        task index is its skein instance (:mod:`tfyarn.contract.env`). The master
-        adds every later container itself (replacements, restarts), with the
-        index in its env. Services allow failures and never restart on their
-        own: the master decides.
-        ``interpreter``: the shipped Python environment (``--python_env``,
-        prepared by the client); default ``self.python`` on every node.
-        """
-        import skein
-
-        python = interpreter or Interpreter.local(self.python)
-        spec_env = {_env.JOB: self.to_env()}
-        task_files = {self.script_name: _file_source(self.script)}
-        for f in self.files:
-            task_files[PurePosixPath(f).name] = _file_source(f)
-        services = {}
-        for role in ROLES:
-            group = self.group(role)
-            if not group.count:
-                continue
-            memory, vcores, gpus = group.resources()
-            # A role in Docker runs the image's Python: the image is its
-            # environment, so no shipped archive is localized for it.
-            role_python = (
-                Interpreter.local(self.docker_python)
-                if self.docker_image_of(role)
-                else python
-            )
-            services[role.value] = skein.Service(
-                instances=group.count,
-                resources=skein.Resources(memory=memory, vcores=vcores, gpus=gpus),
-                files={**task_files, **role_python.skein_files()},
-                env={
-                    **self.env,
-                    **self.docker_env(role),
-                    **spec_env,
-                    _env.ROLE: role.value,
-                },
-                script=role_python.command("tfyarn.runtime"),
-                allow_failures=True,
-                max_restarts=0,
-                node_label=self.node_label_of(role),
-            )
-        # The master's code ships as a zip archive that YARN unpacks into ./am:
-        # skein uploads a directory resource with file permissions (no x bit),
-        # which only an HDFS superuser could traverse when localizing it. One
-        # from the user's HDFS cache (tfyarn.client.master_code) is PRIVATE:
-        # each node keeps it unpacked for the user's later jobs.
-        source = am_source or master_zip()
-        am_archive = skein.File(
-            source=source,
-            type="archive",
-            visibility="private" if _remote(source) else "application",
-        )
-        master = skein.Master(
-            resources=skein.Resources(memory=self.am_memory_mib, vcores=self.am_vcores),
-            files={"am": am_archive, **python.skein_files()},
-            # Options for skein's Java AM (tfyarn.contract.jvm); a user's own
-            # JAVA_TOOL_OPTIONS in --env wins.
-            env={_jvm.TOOL_OPTIONS: _jvm.tool_options(), **self.env, **spec_env},
-            script=python.command("am"),
-        )
-        return skein.ApplicationSpec(
-            name=self.name,
-            queue=self.queue,
-            master=master,
-            services=services,
-            max_attempts=self.max_am_attempts,
-            tags={"tfyarn"},
-            file_systems=list(self.hdfs_namenodes),
-        )
-
-
-def _partition(
-    who: str,
-    label: str,
-    nodes: Mapping[str, tuple[int, int, int]],
-    labels: Mapping[str, Iterable[str]] | None,
-    default_label: str,
-) -> tuple[str, dict[str, tuple[int, int, int]]]:
-    """The nodes a request may be granted on (see ``JobSpec.check_fits``),
-    and how to name them in a message."""
-    if labels is None:
-        return "node", dict(nodes)
-    if who == "am":
-        label = default_label
-    elif not label and not default_label:
-        return "node", dict(nodes)  # the default partition, and lenders
-    label = label or default_label
-    if label:
-        where = f"node with the label {label!r}"
-        return where, {n: r for n, r in nodes.items() if label in labels.get(n, ())}
-    where = "node without a label"
-    return where, {n: r for n, r in nodes.items() if not set(labels.get(n, ()))}
-
-
-def _some(names: Iterable[str], most: int = 3) -> str:
-    shown = sorted(names)
-    return ", ".join(shown[:most]) + (
-        f" and {len(shown) - most} more" if len(shown) > most else ""
-    )
 
 
 def script_args(value: object) -> tuple[str, ...]:
@@ -741,45 +536,3 @@ def _as_group(value: TaskGroup | Mapping[str, Any]) -> TaskGroup:
     if isinstance(value, TaskGroup):
         return value
     return TaskGroup(**value)
-
-
-def _zip_dir(directory: Path) -> str:
-    """Zip a directory's Python sources (no caches) into a content-named file."""
-    import hashlib
-    import io
-    import os
-    import tempfile
-    import zipfile
-
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(directory.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                info = zipfile.ZipInfo(str(path.relative_to(directory)))
-                info.external_attr = 0o644 << 16
-                archive.writestr(info, path.read_bytes())
-    data = buffer.getvalue()
-    cache = Path(tempfile.gettempdir()) / f"tfyarn-{os.getuid()}"
-    cache.mkdir(mode=0o700, exist_ok=True)
-    target = cache / f"am-{hashlib.sha256(data).hexdigest()[:16]}.zip"
-    if not target.exists():
-        partial = target.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(data)
-        partial.replace(target)
-    return str(target)
-
-
-def _file_source(path: str) -> str:
-    return path if "://" in path else str(Path(path).resolve())
-
-
-def _remote(source: str) -> bool:
-    """A file on a cluster filesystem (hdfs://, viewfs://), not on this machine."""
-    return "://" in source and not source.startswith("file://")
-
-
-def master_zip() -> str:
-    """The master's code (``am/``) as a local, content-named zip file."""
-    from tfyarn._paths import am_dir
-
-    return _zip_dir(am_dir())

@@ -1,7 +1,7 @@
 """The application master and task runtime on the local YARN cluster.
 
 Jobs are submitted the way the client does (``skein.Client().submit(
-JobSpec(...).validate().to_skein())``). Task scripts report what they saw in
+to_skein(JobSpec(...).validate()))``). Task scripts report what they saw in
 the application's key-value store, so the test reads TF_CONFIG, arguments and
 ports from every task while the job runs, then releases the lead task.
 """
@@ -29,6 +29,7 @@ import skein
 from tfyarn import client
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
+from tfyarn.client.compile import to_skein
 from tfyarn.contract.channel import credentials_of, secure_channel
 from tfyarn.contract.status import MASTER_KEY, STATUS_KEY
 from tfyarn.errors import TfyarnError
@@ -87,7 +88,8 @@ def job(tmp_path: Path, tasks: dict[str, int], **kwargs: Any) -> JobSpec:
     kwargs.setdefault("registration_timeout", 90.0)
     kwargs.setdefault("worker_grace", 5.0)
     kwargs.setdefault("stop_grace", 3.0)
-    # JobSpec's defaults are the shipped ones (issue 9); these tests ask for none.
+    # JobSpec's defaults are the shipped ones (conf/tfyarn.yaml: restarts,
+    # master attempts, preimport); these tests ask for none.
     kwargs = {"max_restarts": 0, "max_am_attempts": 1, "preimport": (), **kwargs}
     memory = kwargs.pop("memory_mib", 256)
     return JobSpec(
@@ -100,7 +102,7 @@ def job(tmp_path: Path, tasks: dict[str, int], **kwargs: Any) -> JobSpec:
 @contextlib.contextmanager
 def submitted(yarn: Any, spec: JobSpec) -> Iterator[str]:
     """Submit; kill the application if the test leaves it running."""
-    app_id = yarn.submit(spec.to_skein())
+    app_id = yarn.submit(to_skein(spec))
     try:
         yield app_id
     finally:
@@ -180,15 +182,20 @@ def test_cluster_forms_tf_config_is_right_and_lead_success_ends_the_job(
         intruder = master_pb2_grpc.MasterStub(
             secure_channel(address, *credentials_of(other))
         )
+        intruder_task = pb.TaskKey(role="worker", index=1)
         with pytest.raises(grpc.RpcError) as refused:
-            intruder.RegisterTask(
-                pb.RegisterTaskRequest(
-                    task=pb.TaskKey(role="worker", index=1),
-                    attempt=0,
-                    host="intruder",
-                    port=1,
-                ),
-                timeout=10,
+            # A task's first call: WatchCluster carrying its registration.
+            next(
+                intruder.WatchCluster(
+                    pb.WatchClusterRequest(
+                        task=intruder_task,
+                        attempt=0,
+                        register=pb.RegisterTaskRequest(
+                            task=intruder_task, attempt=0, host="intruder", port=1
+                        ),
+                    ),
+                    timeout=10,
+                )
             )
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
         # With the app's credentials the same service answers.
@@ -252,7 +259,7 @@ def test_unsatisfiable_request_fails_in_bounded_time_naming_the_task(
     """Two workers of 2 GPUs each on a node with 2: one is never granted.
 
     (A request larger than every node is refused by the client before submitting,
-    spec.check_fits; YARN itself would reject it outright.)
+    tfyarn.client.fit; YARN itself would reject it outright.)
     """
     spec = job(
         tmp_path,

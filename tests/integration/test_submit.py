@@ -19,10 +19,10 @@ from helpers import SMALL, run_cli, running_job
 
 import tfyarn
 from tfyarn import client
+from tfyarn.client.master_code import master_zip
 from tfyarn.client.pyenv import cache
 from tfyarn.contract import jvm
 from tfyarn.errors import JobFailedError
-from tfyarn.spec import master_zip
 
 pytestmark = pytest.mark.yarn
 

@@ -179,9 +179,13 @@ def test_registry_calls_are_counted_by_method_and_code(
     address, metrics = counted_master
     stub = master_pb2_grpc.MasterStub(secure_channel(address, *credentials))
     worker = pb.TaskKey(role="worker", index=0)
-    stub.RegisterTask(
-        pb.RegisterTaskRequest(task=worker, host="127.0.0.1", port=4000), timeout=5
+    # Registered (a task's first call): the job's one task forms the cluster.
+    registration = pb.RegisterTaskRequest(task=worker, host="127.0.0.1", port=4000)
+    watch = stub.WatchCluster(
+        pb.WatchClusterRequest(task=worker, register=registration), timeout=10
     )
+    assert next(watch).cluster_spec.generation == 1
+    watch.cancel()
     stub.Heartbeat(pb.HeartbeatRequest(task=worker), timeout=5)
     with pytest.raises(grpc.RpcError) as refused:
         stub.Heartbeat(
@@ -204,7 +208,7 @@ def test_registry_calls_are_counted_by_method_and_code(
     while refused_watch not in found and time.monotonic() < deadline:
         time.sleep(0.02)
         found = samples(metrics.exposition())
-    assert value(found, calls, method="RegisterTask", code="OK") == 1
+    assert value(found, calls, method="WatchCluster", code="OK") == 1
     assert value(found, calls, method="Heartbeat", code="OK") == 1
     assert value(found, calls, method="Heartbeat", code="NOT_FOUND") == 1
     assert value(found, calls, method="WatchCluster", code="NOT_FOUND") == 1

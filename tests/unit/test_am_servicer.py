@@ -40,6 +40,20 @@ def key(role: str, index: int) -> pb.TaskKey:
     return pb.TaskKey(role=role, index=index)
 
 
+def registering(
+    role: str, index: int, host: str, port: int, *, attempt: int = 0
+) -> pb.WatchClusterRequest:
+    """A task's first call: WatchCluster carrying its registration."""
+    task = key(role, index)
+    return pb.WatchClusterRequest(
+        task=task,
+        attempt=attempt,
+        register=pb.RegisterTaskRequest(
+            task=task, attempt=attempt, host=host, port=port
+        ),
+    )
+
+
 def test_health_service_reports_serving(
     master: LiveMaster, credentials: tuple[bytes, bytes]
 ) -> None:
@@ -61,18 +75,12 @@ def test_registration_broadcasts_one_cluster_spec_to_every_task(
         ("worker", 1, 3002),
         ("evaluator", 0, 3003),
     ]
-    streams = {}
-    for role, index, port in tasks:
-        reply = client.RegisterTask(
-            pb.RegisterTaskRequest(
-                task=key(role, index), attempt=0, host="node", port=port
-            ),
-            timeout=5,
+    streams = {
+        (role, index): client.WatchCluster(
+            registering(role, index, "node", port), timeout=10
         )
-        streams[(role, index)] = client.WatchCluster(
-            pb.WatchClusterRequest(task=key(role, index), attempt=0), timeout=10
-        )
-    assert reply.generation == 1
+        for role, index, port in tasks
+    }
     for stream in streams.values():
         event = next(stream)
         assert event.cluster_spec.generation == 1
@@ -102,10 +110,7 @@ def test_requests_for_unknown_tasks_or_stale_attempts_are_refused(
 ) -> None:
     client = stub(master, credentials)
     with pytest.raises(grpc.RpcError) as unknown:
-        client.RegisterTask(
-            pb.RegisterTaskRequest(task=key("worker", 9), attempt=0, host="h", port=1),
-            timeout=5,
-        )
+        next(client.WatchCluster(registering("worker", 9, "h", 1), timeout=5))
     assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
     assert "no task worker:9" in unknown.value.details()
     with pytest.raises(grpc.RpcError) as stale:
@@ -124,34 +129,32 @@ def test_requests_for_unknown_tasks_or_stale_attempts_are_refused(
         next(mixed)
     assert mismatch.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     with pytest.raises(grpc.RpcError) as bad:
-        client.RegisterTask(
-            pb.RegisterTaskRequest(task=key("worker", 0), attempt=0, host="", port=0),
-            timeout=5,
-        )
+        next(client.WatchCluster(registering("worker", 0, "", 0), timeout=5))
     assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "without a usable address" in bad.value.details()
 
 
 def test_client_without_the_apps_credentials_is_refused(
     master: LiveMaster, credentials: tuple[bytes, bytes]
 ) -> None:
-    request = pb.RegisterTaskRequest(
-        task=key("worker", 0), attempt=0, host="evil", port=1
-    )
+    request = registering("worker", 0, "evil", 1)
+
+    def refused(stub: master_pb2_grpc.MasterStub) -> grpc.RpcError:
+        with pytest.raises(grpc.RpcError) as error:
+            next(stub.WatchCluster(request, timeout=5))
+        return error.value
+
     # Another application's certificate and key: the TLS handshake fails.
     other = master_pb2_grpc.MasterStub(
         secure_channel(master.address, *new_credentials())
     )
-    with pytest.raises(grpc.RpcError) as wrong_creds:
-        other.RegisterTask(request, timeout=5)
-    assert wrong_creds.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert refused(other).code() == grpc.StatusCode.UNAVAILABLE
     # The right CA but no client certificate: refused too (mutual TLS).
     server_only = grpc.ssl_channel_credentials(root_certificates=credentials[0])
     anonymous = master_pb2_grpc.MasterStub(
         grpc.secure_channel(master.address, server_only, options=CHANNEL_OPTIONS)
     )
-    with pytest.raises(grpc.RpcError) as no_cert:
-        anonymous.RegisterTask(request, timeout=5)
-    assert no_cert.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert refused(anonymous).code() == grpc.StatusCode.UNAVAILABLE
     # Trusts the master (its certificate is no secret) but presents its own
     # key pair: the master refuses the client certificate.
     other_cert, other_key = new_credentials()
@@ -163,12 +166,9 @@ def test_client_without_the_apps_credentials_is_refused(
     impostor = master_pb2_grpc.MasterStub(
         grpc.secure_channel(master.address, impostor_creds, options=CHANNEL_OPTIONS)
     )
-    with pytest.raises(grpc.RpcError) as wrong_client:
-        impostor.RegisterTask(request, timeout=5)
-    assert wrong_client.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert refused(impostor).code() == grpc.StatusCode.UNAVAILABLE
     # Plain text: refused.
     plain = master_pb2_grpc.MasterStub(grpc.insecure_channel(master.address))
-    with pytest.raises(grpc.RpcError):
-        plain.RegisterTask(request, timeout=5)
+    refused(plain)
     # Nothing got registered.
     assert master.call(lambda: master.state.tasks_registered()) == 0

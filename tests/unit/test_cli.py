@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import time
 from concurrent import futures
 from pathlib import Path
@@ -14,6 +16,7 @@ import skein
 from _fake_yarn import APP_ID, FakeYarn, Report
 
 import tfyarn.cluster
+from tfyarn import cli
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
 from tfyarn.cli import main
@@ -498,3 +501,20 @@ def test_a_mistyped_option_is_named_with_the_one_meant(
             assert hint in err, err
         else:
             assert "did you mean" not in err, err
+
+
+@pytest.mark.parametrize("name", cli._COMMAND_MODULES)
+def test_every_command_module_imports_and_adds_commands(name: str) -> None:
+    subparsers = argparse.ArgumentParser().add_subparsers()
+    importlib.import_module(name).add_commands(subparsers)
+    assert subparsers.choices, f"{name}.add_commands added no command"
+
+
+def test_a_command_module_that_does_not_import_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A renamed or broken command group must not vanish from `tfyarn --help`.
+    missing = "tfyarn.client.no_such_cli"
+    monkeypatch.setattr(cli, "_COMMAND_MODULES", (*cli._COMMAND_MODULES, missing))
+    with pytest.raises(ModuleNotFoundError, match=missing):
+        cli.build_parser()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tfyarn.cli import main
-from tfyarn.cluster import LocalCluster, _hadoop, _messages, _process, local
+from tfyarn.cluster import LocalCluster, _hadoop, _messages, _prepare, _process, _ready
 from tfyarn.cluster._process import DAEMONS_BY_NAME
 from tfyarn.cluster._settings import ClusterSettings
 from tfyarn.errors import ClusterError
@@ -173,7 +173,7 @@ def test_full_disk_is_refused_before_anything_starts(
 ) -> None:
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(
-        local.shutil, "disk_usage", lambda _: usage(10 << 30, 10 << 30, 100 << 20)
+        _prepare.shutil, "disk_usage", lambda _: usage(10 << 30, 10 << 30, 100 << 20)
     )
     with pytest.raises(ClusterError) as info:
         LocalCluster(tmp_path).start(ClusterSettings())
@@ -193,7 +193,7 @@ def test_namenode_safe_mode_for_low_disk_is_explained(tmp_path: Path) -> None:
         0,
         0,
     )
-    assert local._LOW_RESOURCES in hdfs.safe_mode
+    assert _ready.LOW_RESOURCES in hdfs.safe_mode
     message = _messages.disk_full(cluster.base_dir, cluster.data_dir, hdfs)
     assert "too full" in message
     assert str(_process.log_file(tmp_path, "namenode")) in message

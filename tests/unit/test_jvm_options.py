@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from am.__main__ import configure_process
+from tfyarn.client.compile import to_skein
 from tfyarn.contract import jvm
 from tfyarn.spec import JobSpec
 
@@ -22,14 +23,14 @@ def _spec(tmp_path: Path, **kw: object) -> JobSpec:
 
 
 def test_skeins_am_gets_the_options_and_the_tasks_do_not(tmp_path: Path) -> None:
-    app = _spec(tmp_path).to_skein(am_source=str(tmp_path / "train.py"))
+    app = to_skein(_spec(tmp_path), am_source=str(tmp_path / "train.py"))
     assert app.master.env[jvm.TOOL_OPTIONS] == jvm.tool_options()
     assert jvm.TOOL_OPTIONS not in app.services["worker"].env
 
 
 def test_a_users_java_tool_options_win(tmp_path: Path) -> None:
     spec = _spec(tmp_path, env={jvm.TOOL_OPTIONS: "-Xmx1g"})
-    app = spec.to_skein(am_source=str(tmp_path / "train.py"))
+    app = to_skein(spec, am_source=str(tmp_path / "train.py"))
     assert app.master.env[jvm.TOOL_OPTIONS] == "-Xmx1g"
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from tfyarn import _options
 from tfyarn.client import config, connection, kerberos
+from tfyarn.client.compile import to_skein
 from tfyarn.client.kerberos import KerberosError, Login
 from tfyarn.contract.hadoop_conf import HadoopConf
 from tfyarn.errors import SpecError, TfyarnError
@@ -242,7 +243,7 @@ def test_hdfs_namenodes_become_skein_file_systems(tmp_path: Path) -> None:
         script=str(script), hdfs_namenodes=("hdfs://nn2:8020/", "viewfs://cluster")
     )
     assert spec.hdfs_namenodes == ("hdfs://nn2:8020", "viewfs://cluster")
-    app = spec.to_skein(am_source=str(script))
+    app = to_skein(spec, am_source=str(script))
     assert list(app.file_systems) == ["hdfs://nn2:8020", "viewfs://cluster"]
     assert JobSpec.from_env(spec.to_env()) == spec
     for bad in ("nn2:8020", "s3://bucket", "hdfs://nn2:8020/data", "hdfs://"):

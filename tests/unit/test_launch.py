@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tfyarn._launch import MISSING_PYTHON_EXIT, Archive, Interpreter
+from tfyarn.client.compile import to_skein
 from tfyarn.spec import JobSpec
 
 
@@ -68,7 +69,7 @@ def test_to_skein_ships_the_environment_to_master_and_tasks(tmp_path: Path) -> N
     script = tmp_path / "train.py"
     script.write_text("")
     spec = JobSpec(script=str(script), tasks={"worker": {"count": 1}})
-    app = spec.to_skein(am_source=str(script), interpreter=_shipped(("env-1",)))
+    app = to_skein(spec, am_source=str(script), interpreter=_shipped(("env-1",)))
     worker = app.services["worker"]
     for files, command in [
         (worker.files, worker.script),
@@ -79,7 +80,7 @@ def test_to_skein_ships_the_environment_to_master_and_tasks(tmp_path: Path) -> N
         assert files["env"].visibility == "private"
         assert 'exec "$py" -u -m' in command and "env-1" in command
     # Without one: the job's interpreter, as before.
-    plain = spec.to_skein(am_source=str(script))
+    plain = to_skein(spec, am_source=str(script))
     assert plain.services["worker"].script.startswith(f"exec {spec.python} ")
     assert "env" not in plain.services["worker"].files
     assert os.path.basename(spec.python)

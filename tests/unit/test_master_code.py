@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from tfyarn.client import master_code
+from tfyarn.client.compile import to_skein
+from tfyarn.client.master_code import _zip_dir, master_zip
 from tfyarn.client.pyenv import cache
 from tfyarn.errors import HdfsError
-from tfyarn.spec import JobSpec, _zip_dir, master_zip
+from tfyarn.spec import JobSpec
 
 URL = "hdfs://nn:8020/user/me/.tfyarn/am/"
 
@@ -69,7 +71,7 @@ def test_a_cached_master_archive_is_private(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text("print(1)\n")
     spec = JobSpec(script=str(script))
-    cached = spec.to_skein(am_source=URL + "am-0.zip").master.files["am"]
+    cached = to_skein(spec, am_source=URL + "am-0.zip").master.files["am"]
     assert (str(cached.visibility), str(cached.type)) == ("PRIVATE", "ARCHIVE")
-    local = spec.to_skein(am_source=master_zip()).master.files["am"]
+    local = to_skein(spec, am_source=master_zip()).master.files["am"]
     assert str(local.visibility) == "APPLICATION"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tfyarn._launch import MISSING_PYTHON_EXIT, PEX_FILE, PEX_ROOT_DIR, Interpreter
+from tfyarn.client.compile import to_skein
 from tfyarn.client.pyenv import parse, pexfile
 from tfyarn.errors import SpecError
 
@@ -261,9 +262,8 @@ def test_ship_uploads_the_pex_once_as_a_file(
     assert first.pex_python == "python3.11"
     script = tmp_path / "train.py"
     script.write_text("")
-    app = JobSpec(script=str(script), tasks={"worker": {"count": 1}}).to_skein(
-        am_source=str(script), interpreter=first
-    )
+    spec = JobSpec(script=str(script), tasks={"worker": {"count": 1}})
+    app = to_skein(spec, am_source=str(script), interpreter=first)
     for service in (app.services["worker"], app.master):
         shipped = service.files[PEX_FILE]
         assert (shipped.source, shipped.type) == (f"hdfs:///c/{name}", "file")

@@ -13,6 +13,8 @@ import pytest
 
 import tfyarn
 from tfyarn.client import preflight
+from tfyarn.client.compile import to_skein
+from tfyarn.client.fit import check_fits
 from tfyarn.cluster import ClusterSettings
 from tfyarn.cluster import _scheduler as scheduler
 from tfyarn.cluster._render import write_config
@@ -173,7 +175,7 @@ def test_each_role_gets_its_label_or_the_jobs() -> None:
     )
     assert spec.node_label_of(Role.PS) == "ps"
     assert spec.node_label_of(Role.WORKER) == "work"
-    services = spec.to_skein(am_source="am.zip").services
+    services = to_skein(spec, am_source="am.zip").services
     assert {r: s.node_label for r, s in services.items()} == {
         "chief": "work",
         "ps": "ps",
@@ -234,7 +236,7 @@ LABELS = {"n1:8041": {"ps"}, "n2:8041": {"work"}, "n3:8041": set()}
 
 
 def _fits(spec: JobSpec, *, default_label: str = "") -> None:
-    spec.check_fits(SIZES, labels=LABELS, default_label=default_label)
+    check_fits(spec, SIZES, labels=LABELS, default_label=default_label)
 
 
 def test_a_labelled_role_must_fit_a_node_with_its_label() -> None:
@@ -253,7 +255,7 @@ def test_a_labelled_role_must_fit_a_node_with_its_label() -> None:
     # Unlabelled workers may borrow a labelled node (non-exclusive labels).
     _fits(_job(tasks={"worker": TaskGroup(count=1, memory_mib=6144)}))
     # Without label information: every node, as before.
-    spec.check_fits(SIZES)
+    check_fits(spec, SIZES)
 
 
 def test_an_inherited_label_names_node_label() -> None:
@@ -281,4 +283,4 @@ def test_the_master_must_fit_a_node_without_a_label() -> None:
 def test_no_node_without_a_label_means_no_master() -> None:
     labelled = {n: LABELS[n] or {"spare"} for n in SIZES}
     with pytest.raises(SpecError, match="no running node is a node without a label"):
-        _job().check_fits(SIZES, labels=labelled)
+        check_fits(_job(), SIZES, labels=labelled)

@@ -1,4 +1,4 @@
-"""JobSpec: field checks, cross-field rules, resource fit, round trips."""
+"""JobSpec: field checks, cross-field rules, round trips."""
 
 from __future__ import annotations
 
@@ -97,61 +97,6 @@ def test_shipped_names_must_be_unique(script: str, tmp_path: Path) -> None:
     )
     with pytest.raises(SpecError, match="share the name"):
         spec.validate()
-
-
-NODES = {"n1": (4096, 4, 0), "n2": (8192, 2, 1)}
-
-
-def test_check_fits_accepts_what_the_largest_node_has(script: str) -> None:
-    spec = JobSpec(
-        script=script,
-        tasks={
-            Role.PS: TaskGroup(count=1, memory_mib=8192, vcores=4),
-            Role.WORKER: TaskGroup(count=3, memory_mib=1024, gpus=1),
-        },
-    )
-    spec.check_fits(NODES)
-
-
-@pytest.mark.parametrize(
-    ("group", "option", "largest"),
-    [
-        (
-            TaskGroup(count=1, memory_mib=9000),
-            "worker_memory=9000 MiB",
-            "8192 MiB memory",
-        ),
-        (TaskGroup(count=1, vcores=5), "worker_vcores=5", "4 vcores"),
-        (TaskGroup(count=1, gpus=2), "worker_gpus=2", "1 gpus"),
-    ],
-)
-def test_check_fits_refuses_more_than_any_node(
-    script: str, group: TaskGroup, option: str, largest: str
-) -> None:
-    spec = JobSpec(script=script, tasks={Role.WORKER: group})
-    with pytest.raises(SpecError) as err:
-        spec.check_fits(NODES)
-    assert option in str(err.value) and largest in str(err.value)
-    assert "or less" in str(err.value) and "--" not in str(err.value)
-    flag = "--" + option.replace("=", " ")
-    with _surface.command_line(), pytest.raises(SpecError, match=flag):
-        spec.check_fits(NODES)
-
-
-def test_check_fits_ignores_roles_with_no_tasks(script: str) -> None:
-    spec = JobSpec(
-        script=script,
-        tasks={
-            Role.WORKER: TaskGroup(count=1),
-            Role.EVALUATOR: TaskGroup(count=0, memory_mib=100_000),
-        },
-    )
-    spec.check_fits(NODES)
-
-
-def test_check_fits_with_no_nodes(script: str) -> None:
-    with pytest.raises(SpecError, match="no running NodeManager"):
-        job(script, worker=1).check_fits({})
 
 
 def test_round_trips(script: str) -> None:

@@ -1,4 +1,4 @@
-"""Docker images per role: options, checks before submission, YARN's variables (issue 11)."""
+"""Docker images per role: options, checks before submission, YARN's variables."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from _fake_yarn import FakeYarn
 
 from tfyarn.cli import main
 from tfyarn.client import connection
+from tfyarn.client.compile import to_skein
 from tfyarn.contract import docker
 from tfyarn.errors import SpecError
 from tfyarn.spec import JobSpec, Role
@@ -90,7 +91,7 @@ def test_per_role_images_and_yarns_variables(script: str) -> None:
         "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS": "/data:/data:ro",
         "YARN_CONTAINER_RUNTIME_DOCKER_RUNTIME": "nvidia",
     }
-    app = spec.to_skein(am_source="/dev/null")
+    app = to_skein(spec, am_source="/dev/null")
     worker, ps, chief = (app.services[r] for r in ("worker", "ps", "chief"))
     assert worker.env["YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"] == "local/tf-gpu:1"
     assert ps.env["YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"] == "local/tf-cpu:1"
@@ -108,7 +109,7 @@ def test_per_role_images_and_yarns_variables(script: str) -> None:
 
 
 def test_no_image_no_docker(script: str) -> None:
-    app = JobSpec(script=script).to_skein(am_source="/dev/null")
+    app = to_skein(JobSpec(script=script), am_source="/dev/null")
     assert not any("DOCKER" in k for s in app.services.values() for k in s.env)
 
 

@@ -31,12 +31,6 @@ class RegisterTaskRequest(_message.Message):
     yarn_container_id: str
     def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., container_id: _Optional[str] = ..., yarn_container_id: _Optional[str] = ...) -> None: ...
 
-class RegisterTaskReply(_message.Message):
-    __slots__ = ("generation",)
-    GENERATION_FIELD_NUMBER: _ClassVar[int]
-    generation: int
-    def __init__(self, generation: _Optional[int] = ...) -> None: ...
-
 class WatchClusterRequest(_message.Message):
     __slots__ = ("task", "attempt", "known_generation", "register", "known_credentials")
     TASK_FIELD_NUMBER: _ClassVar[int]

@@ -35,11 +35,6 @@ class MasterStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.RegisterTask = channel.unary_unary(
-                '/tfyarn.Master/RegisterTask',
-                request_serializer=tfyarn_dot___proto_dot_master__pb2.RegisterTaskRequest.SerializeToString,
-                response_deserializer=tfyarn_dot___proto_dot_master__pb2.RegisterTaskReply.FromString,
-                _registered_method=True)
         self.WatchCluster = channel.unary_stream(
                 '/tfyarn.Master/WatchCluster',
                 request_serializer=tfyarn_dot___proto_dot_master__pb2.WatchClusterRequest.SerializeToString,
@@ -69,12 +64,6 @@ class MasterStub:
 
 class MasterServicer:
     """Missing associated documentation comment in .proto file."""
-
-    def RegisterTask(self, request, context):
-        """Missing associated documentation comment in .proto file."""
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
 
     def WatchCluster(self, request, context):
         """Missing associated documentation comment in .proto file."""
@@ -109,11 +98,6 @@ class MasterServicer:
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'RegisterTask': grpc.unary_unary_rpc_method_handler(
-                    servicer.RegisterTask,
-                    request_deserializer=tfyarn_dot___proto_dot_master__pb2.RegisterTaskRequest.FromString,
-                    response_serializer=tfyarn_dot___proto_dot_master__pb2.RegisterTaskReply.SerializeToString,
-            ),
             'WatchCluster': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchCluster,
                     request_deserializer=tfyarn_dot___proto_dot_master__pb2.WatchClusterRequest.FromString,
@@ -149,33 +133,6 @@ def add_MasterServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class Master:
     """Missing associated documentation comment in .proto file."""
-
-    @staticmethod
-    def RegisterTask(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/tfyarn.Master/RegisterTask',
-            tfyarn_dot___proto_dot_master__pb2.RegisterTaskRequest.SerializeToString,
-            tfyarn_dot___proto_dot_master__pb2.RegisterTaskReply.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
 
     @staticmethod
     def WatchCluster(request,

@@ -30,6 +30,7 @@ from tfyarn.client import (
     submission,
     tasklogs,
 )
+from tfyarn.client.compile import to_skein
 from tfyarn.client.follow import follow, wait
 from tfyarn.client.progressview import LiveView
 from tfyarn.errors import ClusterError
@@ -319,11 +320,6 @@ def _submit(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _nodes(yarn: Any) -> dict[str, tuple[int, int, int]]:
-    with connection.yarn_errors():
-        return submission.node_resources(yarn)
-
-
 def _dry_run(spec: JobSpec, own: config.ClientOptions) -> int:
     try:
         with connection.login_as(own.login), connection.connect() as yarn:
@@ -334,7 +330,7 @@ def _dry_run(spec: JobSpec, own: config.ClientOptions) -> int:
     print(spec.to_yaml(), end="")
     print()
     # As YAML comments: what precedes "OK:" stays the job's YAML, readable back.
-    for line in request_view.render(spec, spec.to_skein()).splitlines():
+    for line in request_view.render(spec, to_skein(spec)).splitlines():
         print(f"# {line}")
     print(f"OK: the job is valid; {fits}. Nothing was submitted.")
     return 0

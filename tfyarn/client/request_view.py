@@ -3,7 +3,7 @@
 Users debugging a cluster's setup (Docker images refused, a GPU request never
 granted, a missing interpreter) need the exact resources, launch environment,
 files and command each container would get; this renders them from the
-``skein.ApplicationSpec`` that :meth:`JobSpec.to_skein` compiles, so what is
+``skein.ApplicationSpec`` that :func:`tfyarn.client.compile.to_skein` compiles, so what is
 shown is what a real submit sends.
 """
 

@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tfyarn.client import config, master_code, preflight, pyenv
+from tfyarn.client.compile import to_skein
 from tfyarn.client.connection import last_login, login_as, opened, yarn_errors
+from tfyarn.client.fit import check_fits
 from tfyarn.client.follow import follow
 from tfyarn.client.keytab import ship_keytab
 from tfyarn.spec import JobSpec
@@ -98,7 +100,8 @@ def check_cluster(
     with yarn_errors():
         running = yarn.get_nodes(states=["RUNNING"])
     nodes = _resources(running)
-    spec.check_fits(
+    check_fits(
+        spec,
         nodes,
         labels={n.id: set(getattr(n, "labels", None) or ()) for n in running},
         default_label=preflight.queue_default_label(yarn, spec.queue),
@@ -114,11 +117,6 @@ def check_cluster(
     preflight.check_node_labels(yarn, spec, running)
     remote_env = [spec.python_env] if "://" in spec.python_env else []
     preflight.check_remote_files([spec.script, *spec.files, *remote_env])
-
-
-def node_resources(yarn: Any) -> dict[str, tuple[int, int, int]]:
-    """node id -> (memory MiB, vcores, GPUs) of every running node."""
-    return _resources(yarn.get_nodes(states=["RUNNING"]))
 
 
 def _resources(nodes: Any) -> dict[str, tuple[int, int, int]]:
@@ -222,8 +220,8 @@ def submit_spec(yarn: Any, spec: JobSpec, *, compression: int = 1) -> str:
         if spec.python_env
         else None
     )
-    app_spec = spec.to_skein(
-        am_source=master_code.archive_source(), interpreter=interpreter
+    app_spec = to_skein(
+        spec, am_source=master_code.archive_source(), interpreter=interpreter
     )
     ship_keytab(app_spec, last_login())
     with yarn_errors():

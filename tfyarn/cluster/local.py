@@ -10,24 +10,21 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tfyarn.cluster import (
+    _daemons,
     _hadoop,
-    _lce,
-    _messages,
+    _hosts,
     _netns,
+    _prepare,
     _probe,
     _process,
+    _ready,
     _render,
-    _scheduler,
 )
-from tfyarn.cluster._process import DAEMONS_BY_NAME
 from tfyarn.cluster._secure import SecureCluster, namenode_web, secure_ports
-from tfyarn.cluster._secure_conf import merge_properties
 from tfyarn.cluster._settings import (
     ClusterSettings,
     default_base_dir,
@@ -45,21 +42,13 @@ from tfyarn.cluster._status import (
 from tfyarn.errors import ClusterError
 
 START_TIMEOUT_S = 240.0
-# What the NameNode's safe-mode status says when its disk is too full
-# (FSNamesystem: "Resources are low on NN. Please add or free up more resources...").
-_LOW_RESOURCES = "Resources are low on NN"
-MIN_FREE_DISK_BYTES = 1 << 30
+# How long `tfyarn cluster node start` waits for the host's NodeManager.
+NODE_WAIT_S = 120.0
 Log = Callable[[str], None]
 
 
 def _quiet(_: str) -> None:
     pass
-
-
-# A host's plain environment: what a node of a real cluster has, plus the
-# cluster's own yarn/hdfs commands; never the client's virtualenv.
-PLAIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-NODE_WAIT_S = 120.0
 
 
 class LocalCluster:
@@ -323,8 +312,7 @@ class LocalCluster:
         if settings.multihost:
             _netns.check_can_make_hosts()  # before anything is made
 
-        self._check_path()
-        self._check_disk()
+        _prepare.check_base_dir(self.base_dir)
         java_home = _hadoop.find_java_home()
         module_flags = _hadoop.java_module_flags(java_home)
         if secure:  # daemons, CLIs and (JDK_JAVA_OPTIONS) containers' JVMs
@@ -345,10 +333,10 @@ class LocalCluster:
                             f"daemons of the cluster in {self.base_dir} run but its "
                             "hosts are unknown; run `tfyarn cluster stop` first"
                         )
-                    lay = self._make_hosts(settings, log)
+                    lay = _hosts.make(self.base_dir, settings, log)
                     made_hosts = True
             if not running:  # never rewrite the config under a live daemon
-                self._write_config(settings, lay, lib_dir)
+                _prepare.write_config(self.base_dir, settings, lay, lib_dir)
                 _render.write_wrappers(
                     base_dir=self.base_dir,
                     java_home=java_home,
@@ -366,7 +354,9 @@ class LocalCluster:
                 if inst.host is None:
                     _process.check_ports_free(inst.daemon, ports, master)
             if pids["namenode"] is None:
-                self._format_if_needed(java_home, module_flags, log)
+                _daemons.format_namenode_if_needed(
+                    self.base_dir, java_home, module_flags, log
+                )
             if pids["resourcemanager"] is None:
                 # Labels come from this start's settings, never an old store.
                 shutil.rmtree(_render.label_store(self.base_dir), ignore_errors=True)
@@ -374,91 +364,26 @@ class LocalCluster:
                 started[inst.key] = self._spawn(inst, java_home, module_flags, log)
             self._wait_ready(settings, started, timeout=timeout, log=log)
             if "resourcemanager" in started and lay is not None:
-                self._apply_labels(settings, lay, java_home, module_flags, log)
+                _ready.apply_labels(
+                    self.base_dir,
+                    settings,
+                    lay,
+                    master=self.master_address(),
+                    env=_daemons.daemon_env(self.base_dir, java_home, module_flags),
+                    log=log,
+                )
         except BaseException:
             # Leave no half-started cluster behind: daemons, then the hosts.
             _process.terminate([p.pid for p in started.values()], grace=10)
             if made_hosts:
-                self._remove_hosts(log=_quiet)
+                _hosts.remove(self.base_dir, log=_quiet)
             if secure and not kdc_was_up:
                 secure.stop()
             raise
         return self.status()
 
-    def _make_hosts(self, settings: ClusterSettings, log: Log) -> _netns.Layout:
-        cid = _netns.cluster_id(self.base_dir)
-        subnet = _netns.pick_subnet(cid, _netns.taken_networks())
-        lay = _netns.layout(self.base_dir, settings.nodes, subnet)
-        log(
-            f"Making {settings.nodes} host(s) on bridge {lay.bridge} ({lay.subnet}), "
-            f"namespaces {lay.hosts[0].netns}..."
-        )
-        # Recorded first: a start that fails half-way still knows what to remove.
-        _netns.save_layout(self.base_dir, lay)
-        _netns.create(lay)
-        _netns.add_hosts(self.base_dir, lay)
-        return lay
-
-    def _remove_hosts(self, *, log: Log) -> None:
-        lay = self.layout()
-        if lay is not None:
-            for h in lay.hosts:  # anything left running inside a host dies with it
-                _process.terminate(_netns.netns_pids(h.netns), grace=2)
-            removed = _netns.destroy(lay)
-            if removed:
-                log(f"Removed {', '.join(removed)}.")
-        if _netns.remove_hosts(self.base_dir):
-            log(f"Removed this cluster's block from {_netns.HOSTS_FILE}.")
-        _netns.forget_layout(self.base_dir)
-
     def host_dir(self, host: _netns.Host) -> Path:
-        return self.base_dir / "nodes" / host.name
-
-    def _use_container_executor(self, executor: Path, lib_dir: Path) -> None:
-        """The NodeManager on the LinuxContainerExecutor with Docker (checked,
-        its configuration written, its --checksetup passed)."""
-        props = _lce.prepare(
-            executor,
-            local_dirs=[self.base_dir / "data" / "nm-local"],
-            log_dirs=[self.base_dir / "logs" / "containers"],
-            read_only=[self.conf_dir],
-            registries=list(_lce.TRUSTED_REGISTRIES),
-            readable=[self.conf_dir, lib_dir],
-        )
-        site = self.conf_dir / "yarn-site.xml"
-        site.write_text(merge_properties(site.read_text(), props, "container-executor"))
-
-    def _write_config(
-        self, settings: ClusterSettings, lay: _netns.Layout | None, lib_dir: Path
-    ) -> None:
-        if lay is None:
-            _render.write_config(settings, base_dir=self.base_dir, lib_dir=lib_dir)
-            if settings.secure:
-                self.secure(settings).write_config(self.conf_dir)
-            if settings.container_executor:
-                self._use_container_executor(Path(settings.container_executor), lib_dir)
-            return
-        # The client's (and the master daemons') configuration ...
-        _render.write_config(
-            settings,
-            base_dir=self.base_dir,
-            lib_dir=lib_dir,
-            master_address=lay.master_address,
-            node_host=lay.master_host,
-            node_address=lay.master_address,
-        )
-        # ... and one per host: its own name, address and directories.
-        for h in lay.hosts:
-            _render.write_config(
-                settings,
-                base_dir=self.base_dir,
-                lib_dir=lib_dir,
-                conf=self.host_dir(h) / "conf",
-                master_address=lay.master_address,
-                node_host=h.host,
-                node_address=h.address,
-                node_dir=self.host_dir(h),
-            )
+        return _prepare.host_dir(self.base_dir, host)
 
     def _spawn(
         self,
@@ -478,9 +403,9 @@ class LocalCluster:
             log_name=inst.key,
         )
         if inst.host is None:
-            env = self._daemon_env(java_home, module_flags)
+            env = _daemons.daemon_env(self.base_dir, java_home, module_flags)
         else:
-            env = self._host_env(inst.host, java_home, module_flags)
+            env = _daemons.host_env(self.base_dir, conf, java_home, module_flags)
             command = _netns.in_netns(inst.host.netns, command)
         where = f" on {inst.host.host}" if inst.host else ""
         log(f"Starting {inst.daemon.title}{where} ...")
@@ -491,106 +416,6 @@ class LocalCluster:
             inst.daemon, command, base_dir=self.base_dir, env=env, key=inst.key
         )
 
-    def _host_env(
-        self, host: _netns.Host, java_home: Path, module_flags: tuple[str, ...]
-    ) -> dict[str, str]:
-        # A plain environment, as on a real node: nothing from the client's shell,
-        # so containers do not find the client's virtualenv on PATH.
-        env = {
-            "PATH": os.pathsep.join([str(self.bin_dir), PLAIN_PATH]),
-            "HOME": os.environ.get("HOME", "/root"),
-            "LANG": "C.UTF-8",
-            "JAVA_HOME": str(java_home),
-            "HADOOP_CONF_DIR": str(self.host_dir(host) / "conf"),
-            "JDK_JAVA_OPTIONS": " ".join(module_flags),
-            "MALLOC_ARENA_MAX": "2",
-        }
-        if "USER" in os.environ:
-            env["USER"] = os.environ["USER"]
-        return env
-
-    def _check_path(self) -> None:
-        # Hadoop lists directories comma-separated and turns them into URIs.
-        bad = sorted({c for c in str(self.base_dir) if c in ", \t\n%#"})
-        if bad:
-            raise ClusterError(
-                f"the cluster's base dir {str(self.base_dir)!r} contains "
-                f"{' '.join(repr(c) for c in bad)}, which Hadoop's configuration "
-                "cannot carry; choose another with `--base-dir` or "
-                "$TFYARN_CLUSTER_HOME."
-            )
-
-    def _check_disk(self) -> None:
-        free = shutil.disk_usage(self.base_dir).free
-        if free < MIN_FREE_DISK_BYTES:
-            raise ClusterError(
-                f"only {free / 2**20:.0f} MiB free on the disk holding {self.base_dir}; "
-                "HDFS and the NodeManager need at least 1 GiB to store blocks, "
-                "container files and logs. Free some space, or start the cluster "
-                "elsewhere with `tfyarn cluster start --base-dir DIR`."
-            )
-
-    def _daemon_env(
-        self, java_home: Path, module_flags: tuple[str, ...]
-    ) -> dict[str, str]:
-        env = dict(os.environ)
-        # Containers inherit the NodeManager's PATH: the client's Python comes
-        # first, so `python3` in a container is the interpreter running tfyarn.
-        python_bin = str(Path(sys.executable).parent)
-        path = [p for p in env.get("PATH", "").split(os.pathsep) if p]
-        env["PATH"] = os.pathsep.join([python_bin, str(self.bin_dir), *path])
-        env["JAVA_HOME"] = str(java_home)
-        env["HADOOP_CONF_DIR"] = str(self.conf_dir)
-        # Passed on to containers (yarn.nodemanager.env-whitelist): the JVMs in
-        # them (skein's application master) need the same --add-opens flags.
-        env["JDK_JAVA_OPTIONS"] = " ".join(module_flags)
-        env.pop("CLASSPATH", None)
-        return env
-
-    def _format_if_needed(
-        self, java_home: Path, module_flags: tuple[str, ...], log: Log
-    ) -> None:
-        name_dir = self.data_dir / "namenode"
-        if (name_dir / "current" / "VERSION").is_file():
-            return
-        log("Formatting the NameNode (first start) ...")
-        # A DataNode directory from another format would be refused (cluster ID).
-        shutil.rmtree(self.data_dir / "datanode", ignore_errors=True)
-        command = _process.java_command(
-            "org.apache.hadoop.hdfs.server.namenode.NameNode",
-            java_home=java_home,
-            base_dir=self.base_dir,
-            classpath=_hadoop.daemon_classpath(self.conf_dir),
-            heap="256m",
-            module_flags=module_flags,
-            log_name="namenode-format",
-            args=["-format", "-force", "-nonInteractive"],
-        )
-        out = _process.out_file(self.base_dir, "namenode-format")
-        logfile = _process.log_file(self.base_dir, "namenode-format")
-        try:
-            with open(out, "wb") as stream:
-                proc = subprocess.run(
-                    command,
-                    stdout=stream,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    timeout=180,
-                    check=False,
-                    env=self._daemon_env(java_home, module_flags),
-                )
-        except subprocess.TimeoutExpired as exc:
-            raise ClusterError(
-                f"formatting the NameNode took more than 180 s; see {logfile}"
-            ) from exc
-        if proc.returncode != 0 or not (name_dir / "current" / "VERSION").is_file():
-            raise ClusterError(
-                f"formatting the NameNode failed (exit {proc.returncode}):\n    "
-                f"{_process.log_excerpt(logfile) or _process.log_excerpt(out)}\n"
-                f"Full log: {logfile}. Fix the cause, or start from scratch with "
-                "`tfyarn cluster stop --wipe`."
-            )
-
     def _wait_ready(
         self,
         settings: ClusterSettings,
@@ -599,116 +424,16 @@ class LocalCluster:
         timeout: float,
         log: Log,
     ) -> None:
-        ports = settings.resolved_ports()
-        deadline = time.monotonic() + timeout
-        hdfs: _probe.HdfsHealth | None = None
-        nodes: list[_probe.NodeReport] | None = None
-        hdfs_logged = yarn_logged = False
-        master = self.master_address()
-        found = self.instances()
-        want = max(1, settings.nodes)  # DataNodes and NodeManagers to wait for
-        nn_web, https = namenode_web(settings)
-        while True:
-            for inst in found:
-                proc = started.get(inst.key)
-                died = proc is not None and proc.poll() is not None
-                if died or (
-                    not started
-                    and _process.running_pid(self.base_dir, inst.daemon, inst.key)
-                    is None
-                ):
-                    raise ClusterError(
-                        _messages.daemon_died(
-                            self.base_dir,
-                            inst.daemon,
-                            proc,
-                            inst.key,
-                            since=self._log_offsets.get(inst.key, 0),
-                        )
-                    )
-            if hdfs is None or not hdfs.ready or hdfs.live_datanodes < want:
-                hdfs = _probe.hdfs_health(nn_web, master, https=https)
-                if hdfs is not None and _LOW_RESOURCES in hdfs.safe_mode:
-                    raise ClusterError(
-                        _messages.disk_full(self.base_dir, self.data_dir, hdfs)
-                    )
-            if (
-                hdfs is not None
-                and hdfs.ready
-                and hdfs.live_datanodes >= want
-                and not hdfs_logged
-            ):
-                log(
-                    f"HDFS is up (out of safe mode, {hdfs.live_datanodes} DataNode(s) live)."
-                )
-                hdfs_logged = True
-            nodes = _probe.yarn_nodes(ports["rm_web"], master)
-            yarn_ready = sum(n.state == "RUNNING" for n in nodes or []) >= want
-            if yarn_ready and not yarn_logged:
-                log(f"YARN is up ({want} NodeManager(s) RUNNING).")
-                yarn_logged = True
-            if hdfs_logged and yarn_ready:
-                return
-            if time.monotonic() > deadline:
-                raise ClusterError(
-                    _messages.not_ready(self.base_dir, timeout, hdfs, nodes)
-                )
-            time.sleep(0.5)
-
-    def _apply_labels(
-        self,
-        settings: ClusterSettings,
-        lay: _netns.Layout,
-        java_home: Path,
-        module_flags: tuple[str, ...],
-        log: Log,
-    ) -> None:
-        """Create the node labels and put each on its host (``yarn rmadmin``),
-        then wait until the ResourceManager reports them."""
-        host_of = {h.name: h.host for h in lay.hosts}
-        commands = _scheduler.rmadmin_commands(settings.labels, host_of)
-        if not commands:
-            return
-        log(
-            "Labelling hosts: "
-            + ", ".join(f"{n}={lab}" for n, lab in sorted(settings.labels.items()))
+        _ready.wait_ready(
+            self.base_dir,
+            settings,
+            self.instances(),
+            started,
+            master=self.master_address(),
+            log_offsets=self._log_offsets,
+            timeout=timeout,
+            log=log,
         )
-        env = self._daemon_env(java_home, module_flags)
-        for args in commands:
-            try:
-                done = subprocess.run(
-                    [str(self.bin_dir / "yarn"), *args],
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                    check=False,
-                    stdin=subprocess.DEVNULL,
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise ClusterError(
-                    f"`yarn {' '.join(args)}` took more than 120 s"
-                ) from exc
-            if done.returncode != 0:
-                raise ClusterError(
-                    f"`yarn {' '.join(args)}` failed (exit {done.returncode}): "
-                    f"{(done.stderr or done.stdout).strip()[-1500:]}"
-                )
-        want = {host_of[n]: lab for n, lab in settings.labels.items()}
-        rm_web = settings.resolved_ports()["rm_web"]
-        deadline = time.monotonic() + 60
-        while True:
-            nodes = _probe.yarn_nodes(rm_web, self.master_address()) or []
-            have = {n.host: n.labels for n in nodes}
-            if all(lab in have.get(h, ()) for h, lab in want.items()):
-                return
-            if time.monotonic() > deadline:
-                raise ClusterError(
-                    f"the ResourceManager does not report the node labels {want} "
-                    f"60 s after `yarn rmadmin` set them (it reports {have}); see "
-                    f"{_process.log_file(self.base_dir, 'resourcemanager')}"
-                )
-            time.sleep(0.5)
 
     # -- one host: crash, restart, partition ---------------------------------
 
@@ -733,21 +458,7 @@ class LocalCluster:
         """
         host = self._host(name)
         with self._lock():
-            pids = set(_netns.netns_pids(host.netns))
-            for inst in self.instances():
-                if inst.host == host:
-                    pid = _process.running_pid(self.base_dir, inst.daemon, inst.key)
-                    if pid is not None:
-                        pids.add(pid)
-            log(f"Killing {len(pids)} process(es) on {host.host} ...")
-            for pid in pids:
-                _process._signal(pid, 9)
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and not all(
-                _process.is_gone(p) for p in pids
-            ):
-                time.sleep(0.1)
-            return sorted(pids)
+            return _hosts.crash(self.base_dir, host, self.instances(), log=log)
 
     def node_start(
         self, name: str, *, timeout: float = NODE_WAIT_S, log: Log = _quiet
@@ -765,30 +476,15 @@ class LocalCluster:
                     continue
                 if _process.running_pid(self.base_dir, inst.daemon, inst.key) is None:
                     started[inst.key] = self._spawn(inst, java_home, module_flags, log)
-            ports = settings.resolved_ports()
-            deadline = time.monotonic() + timeout
-            while True:
-                for key, proc in started.items():
-                    if proc.poll() is not None:
-                        raise ClusterError(
-                            _messages.daemon_died(
-                                self.base_dir,
-                                DAEMONS_BY_NAME[key.split("-")[0]],
-                                proc,
-                                key,
-                                since=self._log_offsets.get(key, 0),
-                            )
-                        )
-                nodes = _probe.yarn_nodes(ports["rm_web"], self.master_address()) or []
-                if any(n.host == host.host and n.state == "RUNNING" for n in nodes):
-                    return
-                if time.monotonic() > deadline:
-                    raise ClusterError(
-                        f"the NodeManager on {host.host} was not RUNNING after "
-                        f"{timeout:.0f} s; its log: "
-                        f"{_process.log_file(self.base_dir, 'nodemanager-' + host.name)}"
-                    )
-                time.sleep(0.5)
+            _ready.wait_node_running(
+                self.base_dir,
+                settings,
+                host,
+                started,
+                master=self.master_address(),
+                log_offsets=self._log_offsets,
+                timeout=timeout,
+            )
 
     def node_partition(self, name: str, *, heal: bool = False) -> _netns.Host:
         """Cut host ``name`` off the network (``heal``: reconnect it); its
@@ -833,7 +529,7 @@ class LocalCluster:
                 log(f"Stopping {len(leftovers)} leftover process(es) ...")
                 _process.terminate(leftovers, grace=5)
             # Namespaces, links, bridge and /etc/hosts block this cluster made.
-            self._remove_hosts(log=log)
+            _hosts.remove(self.base_dir, log=log)
             if self.settings().secure and self.secure().stop():
                 log("Stopped the Kerberos KDC.")
                 stopped.append("Kerberos KDC")

@@ -189,11 +189,6 @@ class MasterClient:
         except grpc.RpcError as exc:
             raise translate(exc, rpc, self.address) from exc
 
-    def register_task(
-        self, request: pb.RegisterTaskRequest, *, timeout: float
-    ) -> pb.RegisterTaskReply:
-        return self._unary("RegisterTask", request, timeout)
-
     def heartbeat(
         self, request: pb.HeartbeatRequest, *, timeout: float
     ) -> pb.HeartbeatReply:

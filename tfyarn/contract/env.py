@@ -1,6 +1,6 @@
 """The environment that carries a task's identity: names, and who sets what.
 
-A task's container gets its identity one of two ways (``JobSpec.to_skein``):
+A task's container gets its identity one of two ways (``tfyarn.client.compile.to_skein``):
 
 - **declared**: the job's initial tasks are the skein services' instances,
   requested with the application and started before the master knows their
@@ -27,9 +27,10 @@ ATTEMPT = "TFYARN_ATTEMPT"  # which launch of this task (0 first)
 MASTER_ADDRESS = "TFYARN_MASTER_ADDRESS"  # host:port of the master's gRPC service
 RESTART = "TFYARN_RESTART"  # how many times the whole cluster was restarted
 PORT = "TFYARN_PORT"  # a port to reuse (a replaced task keeps its address when it can)
-# Long jobs on a secure cluster (issue 12): with --principal/--keytab the keytab
-# travels to the master alone, private to the application, under this name,
-# and the principal in this variable (am/tokens.py).
+# Secure jobs that outlive their HDFS delegation tokens: with
+# --principal/--keytab the keytab travels to the master alone, private to the
+# application, under this name, and the principal in this variable
+# (am/tokens.py), which fetches new tokens with it.
 KEYTAB_FILE = "tfyarn.keytab"
 KEYTAB_PRINCIPAL = "TFYARN_KEYTAB_PRINCIPAL"
 # The script's hdfs:// plugin for TensorFlow (a library path; tfyarn/hdfs.py).

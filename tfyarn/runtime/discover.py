@@ -1,7 +1,7 @@
 """Find the master of a declared container: its address in skein's key-value store.
 
 The job's initial containers are requested with the application, before the
-master runs (``JobSpec.to_skein``), so their environment cannot name it. The
+master runs (``tfyarn.client.compile.to_skein``), so their environment cannot name it. The
 master puts ``host:port`` under ``tfyarn.master`` as soon as it serves; this
 waits for it, bounded, while the pre-started interpreter imports TensorFlow.
 """

@@ -1,4 +1,4 @@
-"""The entry point of ``python -m tfyarn.runtime`` (see ``JobSpec.to_skein``)."""
+"""The entry point of ``python -m tfyarn.runtime`` (see ``tfyarn.client.compile.to_skein``)."""
 
 from __future__ import annotations
 

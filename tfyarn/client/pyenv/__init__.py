@@ -11,7 +11,7 @@
 
 :func:`choose` decides, before submission, whether a job without
 ``--python_env`` can run; :func:`ship` makes sure every archive is on HDFS and
-returns the :class:`tfyarn._launch.Interpreter` that ``JobSpec.to_skein`` uses.
+returns the :class:`tfyarn._launch.Interpreter` that ``tfyarn.client.compile.to_skein`` uses.
 """
 
 from __future__ import annotations
