@@ -1,0 +1,224 @@
+"""Run the test tiers, two at a time, and say how long each took.
+
+The tiers are independent pytest sessions, each with the cluster it needs
+(tests/README.md says which tier proves what). Tiers in one lane run one
+after the other; the two lanes run side by side, since most of an
+integration tier's time is spent waiting on YARN, not computing, and the
+clusters use ports and directories of their own. Each tier's output goes to
+``tests/artifacts/tiers/<tier>.log`` and is printed whole once the tier ends,
+so the lanes' lines never interleave. The last line counts every tier's
+tests: ``tests: N passed, N failed, N skipped``.
+
+Usage::
+
+    python tests/tiers.py                 # every tier
+    python tests/tiers.py unit secure     # only these (in their lanes)
+    python tests/tiers.py unit -- -k spec # pytest options after ``--``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "tests" / "artifacts" / "tiers"
+INTEGRATION = "tests/integration"
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    args: tuple[str, ...]
+    proves: str
+
+
+TIERS = (
+    Tier("unit", ("tests/unit",), "code without Hadoop: fakes, parsers, the CLI"),
+    Tier(
+        "plain",
+        (
+            INTEGRATION,
+            f"--ignore={INTEGRATION}/multihost",
+            f"--ignore={INTEGRATION}/secure",
+        ),
+        "one-host YARN + HDFS: jobs, recovery, data, plugin, Docker",
+    ),
+    Tier(
+        "secure",
+        (f"{INTEGRATION}/secure",),
+        "Kerberos: a KDC, tokens and their renewal",
+    ),
+    Tier(
+        "multihost",
+        (f"{INTEGRATION}/multihost",),
+        "three hosts in network namespaces: failures, --python_env, queues",
+    ),
+)
+# Two lanes for two cores: the plain tier alone is about as long as the rest.
+LANES = (("plain",), ("unit", "secure", "multihost"))
+# No tier may keep CI waiting past this: it is stopped and counted failed.
+TIER_DEADLINE_S = 45 * 60
+# Time pytest gets after SIGINT to stop its clusters before it is killed.
+STOP_GRACE_S = 120
+
+
+@dataclass
+class Outcome:
+    tier: Tier
+    code: int = -1
+    seconds: float = 0.0
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    note: str = ""
+    log: Path = field(default_factory=Path)
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0 and self.failed == 0 and self.passed > 0
+
+
+def count(junit: Path) -> tuple[int, int, int]:
+    """(passed, failed, skipped) from pytest's JUnit XML; errors count as failed."""
+    root = ET.parse(junit).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    total = failed = skipped = 0
+    for suite in suites:
+        total += int(suite.get("tests", 0))
+        failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        skipped += int(suite.get("skipped", 0))
+    return total - failed - skipped, failed, skipped
+
+
+def run_tier(tier: Tier, extra: list[str], stop: threading.Event) -> Outcome:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = ARTIFACTS / f"{tier.name}.log"
+    junit = ARTIFACTS / f"{tier.name}.xml"
+    junit.unlink(missing_ok=True)
+    outcome = Outcome(tier, log=log)
+    command = [sys.executable, "-m", "pytest", *tier.args, f"--junitxml={junit}"]
+    started = time.monotonic()
+    print(f"[tiers] {tier.name}: started ({tier.proves})", flush=True)
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [*command, *extra],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = started + TIER_DEADLINE_S
+        while proc.poll() is None:
+            if stop.is_set() or time.monotonic() > deadline:
+                outcome.note = "interrupted" if stop.is_set() else "over its deadline"
+                _stop(proc)
+                break
+            time.sleep(1)
+        outcome.code = proc.wait()
+    outcome.seconds = time.monotonic() - started
+    if junit.exists():
+        outcome.passed, outcome.failed, outcome.skipped = count(junit)
+    elif not outcome.note:
+        outcome.note = "pytest wrote no results"
+    if outcome.code == 5:
+        outcome.note = "no test ran"
+    return outcome
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT first, so pytest tears its clusters down; SIGKILL if it does not end."""
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run_lane(
+    tiers: list[Tier], extra: list[str], stop: threading.Event, done: list[Outcome]
+) -> None:
+    for tier in tiers:
+        if stop.is_set():
+            return
+        outcome = run_tier(tier, extra, stop)
+        done.append(outcome)
+        print(f"\n===== tier {tier.name} ({outcome.log}) =====", flush=True)
+        print(outcome.log.read_text(errors="replace"), flush=True)
+        print(f"[tiers] {tier.name}: {summary(outcome)}", flush=True)
+
+
+def summary(outcome: Outcome) -> str:
+    word = "passed" if outcome.ok else "FAILED"
+    text = (
+        f"{word} in {outcome.seconds / 60:.1f} min: {outcome.passed} passed, "
+        f"{outcome.failed} failed, {outcome.skipped} skipped"
+    )
+    return f"{text} ({outcome.note})" if outcome.note else text
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1 :]
+    names = {t.name for t in TIERS}
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tiers", nargs="*", metavar="TIER", help=", ".join(names))
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.tiers) - names)
+    if unknown:
+        parser.error(f"unknown tier {', '.join(unknown)}; the tiers are {names}")
+    wanted = set(args.tiers) or names
+    by_name = {t.name: t for t in TIERS}
+    lanes = [[by_name[n] for n in lane if n in wanted] for lane in LANES]
+
+    stop = threading.Event()
+    done: list[Outcome] = []
+    threads = [
+        threading.Thread(target=run_lane, args=(lane, extra, stop, done))
+        for lane in lanes
+        if lane
+    ]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(timeout=1)
+    except KeyboardInterrupt:
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+    print("\n[tiers] tier       result", flush=True)
+    order = [t.name for t in TIERS]
+    for outcome in sorted(done, key=lambda o: order.index(o.tier.name)):
+        print(f"[tiers] {outcome.tier.name:<10} {summary(outcome)}")
+    missing = wanted - {o.tier.name for o in done}
+    for name in sorted(missing):
+        print(f"[tiers] {name:<10} not run (interrupted)")
+    print(f"[tiers] all tiers took {(time.monotonic() - started) / 60:.1f} min")
+    passed = sum(o.passed for o in done)
+    # A tier that failed with no failed test (a crash, a deadline) counts as one.
+    failed = sum(o.failed or (0 if o.ok else 1) for o in done)
+    skipped = sum(o.skipped for o in done)
+    print(f"tests: {passed} passed, {failed} failed, {skipped} skipped", flush=True)
+    return 0 if not missing and all(o.ok for o in done) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
