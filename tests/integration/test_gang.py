@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Job, running_job
-from test_restart_policy import rm_address
+from helpers import Job, rm_address, running_job
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 

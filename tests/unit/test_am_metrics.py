@@ -11,9 +11,8 @@ from typing import Any
 
 import grpc
 import pytest
-from _am_support import job
+from _am_support import job, snapshot
 from prometheus_client.parser import text_string_to_metric_families
-from test_am_status_page import snapshot
 
 from am.launcher import FakeLauncher
 from am.metrics import JobMetrics, PublishedSnapshot, StepRates, reason_kind

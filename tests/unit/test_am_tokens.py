@@ -8,8 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _am_support import job
-from test_contract_tokens import AMRM, hdfs_token
+from _am_support import AMRM, hdfs_token, job
 
 from am import token_schedule
 from am.fetch_tokens import Fetched

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from _am_support import job
-from test_runtime import run_tasks
+from _am_support import job, run_tasks
 
 from tfyarn.contract.status import Phase
 
