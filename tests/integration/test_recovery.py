@@ -1,4 +1,4 @@
-"""Surviving failures (issue 5): faults injected from outside into real jobs.
+"""Surviving failures: faults injected from outside into real jobs.
 
 Each test submits a tiny training job that checkpoints to HDFS and reports
 progress, waits until it trains, injects one fault the way it happens in

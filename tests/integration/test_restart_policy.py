@@ -1,5 +1,5 @@
-"""A bug is not a transient failure (issue 13), and a decided outcome ends the
-application with one YARN attempt (issue 16), on the local cluster.
+"""A bug is not a transient failure, and a decided outcome ends the application
+with one YARN attempt, on the local cluster.
 
 A script that raises the same exception at every start fails the job after
 its second start whatever ``max_restarts`` allows, with that exception first
@@ -91,7 +91,7 @@ def test_the_same_exception_at_every_start_fails_after_the_second(
     # The stderr excerpt leads with the error, not with ^^^^ markers.
     assert f"Last lines of its stderr:\n  {ERROR}\n" in final.diagnostics
     assert "^^^" not in final.diagnostics
-    # Issue 16: the decided FAILED ended the application; one master attempt.
+    # The decided FAILED ended the application: one master attempt, no retry.
     assert report["finalStatus"] == "FAILED", report
     assert ERROR in report["diagnostics"], report
     assert len(attempts) == 1 and len(attempts_later) == 1, attempts_later

@@ -1,4 +1,4 @@
-"""Restart in place (issue 13): a live master, real runtimes, fake YARN.
+"""Restart in place: a live master, real runtimes, fake YARN.
 
 worker:1's script fails; the cluster restarts. Both runtimes stay: worker:0's
 stops its script, worker:1's reported the failure and waits for the answer;
