@@ -37,11 +37,12 @@ from typing import Any
 
 import skein
 
+import tfyarn
 from tfyarn import client
 from tfyarn.client import config, submission
 from tfyarn.contract.status import STATUS_KEY
-from tfyarn.spec import Role
 
+REPO = Path(__file__).resolve().parents[2]
 LAYOUTS = ((1, 2), (2, 4))
 MEMORY_MIB = 768
 TIMEOUT_S = 300.0
@@ -220,7 +221,11 @@ def main() -> None:
         help="also run tfyarn without preimport in every round",
     )
     args = parser.parse_args()
-    assert Role.PS  # tfyarn imported from this checkout
+    if Path(tfyarn.__file__).resolve().parent != REPO / "tfyarn":
+        sys.exit(
+            f"tfyarn is imported from {tfyarn.__file__}, not from this checkout: "
+            f"install it with `pip install -e {REPO}`"
+        )
     results: dict[str, Any] = {}
     with client.connect() as yarn, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

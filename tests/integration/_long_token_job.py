@@ -1,4 +1,4 @@
-"""A job that uses HDFS before and after its first delegation tokens end (issue 12).
+"""A job that uses HDFS before and after its first delegation tokens end.
 
 ``python _long_token_job.py BASE [--plain]`` with BASE an ``hdfs://`` directory
 holding ``in.txt``. It reads when its submission's HDFS tokens end from its

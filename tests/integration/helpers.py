@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,3 +139,12 @@ def run_cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str
         cwd=REPO,
         check=False,
     )
+
+
+def rm_address() -> str:
+    """The ResourceManager's web address, from the cluster's yarn-site.xml."""
+    conf = Path(os.environ["HADOOP_CONF_DIR"]) / "yarn-site.xml"
+    for prop in ET.parse(conf).getroot().iter("property"):
+        if prop.findtext("name") == "yarn.resourcemanager.webapp.address":
+            return str(prop.findtext("value"))
+    return "127.0.0.1:8088"  # YARN's default

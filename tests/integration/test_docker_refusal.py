@@ -1,4 +1,4 @@
-"""A task asked to run in Docker on a NodeManager without YARN's Docker runtime (issue 11).
+"""A task asked to run in Docker on a NodeManager without YARN's Docker runtime.
 
 The local cluster's NodeManager uses the DefaultContainerExecutor, which
 ignores ``YARN_CONTAINER_RUNTIME_*``: the task's command (the image's

@@ -1,4 +1,4 @@
-"""Gang allocation (issue 13) on the local cluster: two jobs that do not fit together.
+"""Gang allocation on the local cluster: two jobs that do not fit together.
 
 Each job needs three quarters of the node's free memory (its master and three
 workers), so while one runs the other gets one worker of three. That job gives
@@ -24,8 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import Job, running_job
-from test_restart_policy import rm_address
+from helpers import Job, rm_address, running_job
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 

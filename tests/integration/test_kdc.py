@@ -1,4 +1,4 @@
-"""The local cluster's own Kerberos realm (issue 12), against a real MIT KDC."""
+"""The local cluster's own Kerberos realm, against a real MIT KDC."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import REPO, TFYARN, run_cli, running_job
 
-from tests.integration.helpers import REPO, TFYARN, run_cli, running_job
 from tfyarn import client
 
 pytestmark = [pytest.mark.yarn]

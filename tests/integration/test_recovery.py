@@ -1,4 +1,4 @@
-"""Surviving failures (issue 5): faults injected from outside into real jobs.
+"""Surviving failures: faults injected from outside into real jobs.
 
 Each test submits a tiny training job that checkpoints to HDFS and reports
 progress, waits until it trains, injects one fault the way it happens in
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from _faults import kill_am_container, kill_task, task_process
 from _hdfs import hdfs_dir
-from helpers import Job, accuracy_from, running_job
+from helpers import EXAMPLES, Job, accuracy_from, running_job
 from skein.exceptions import SkeinError
 
 from am.launcher import marker_url
@@ -347,9 +347,7 @@ def digits() -> str:
 def test_ps_example_survives_a_lost_ps(
     skein_client: Any, base: str, digits: str
 ) -> None:
-    """examples/ps_coordinator.py (helper C/D's) as a user runs it, minus its ps."""
-    from helpers import EXAMPLES
-
+    """examples/ps_coordinator.py as a user runs it, minus its ps."""
     args = ["--data", digits, "--checkpoint_dir", f"{base}/example-ps",
             "--steps", "600", "--checkpoint_every", "50"]  # fmt: skip
     with running_job(

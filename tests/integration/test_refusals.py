@@ -1,4 +1,4 @@
-"""Issue 16 against the local cluster: never a hang, every refusal names its cause.
+"""Refusals against the local cluster: never a hang, every refusal names its cause.
 
 Each command runs as a user would run it (a subprocess), with the cluster's
 environment from conftest, changed only where a test says so.

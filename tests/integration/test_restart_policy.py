@@ -1,5 +1,5 @@
-"""A bug is not a transient failure (issue 13), and a decided outcome ends the
-application with one YARN attempt (issue 16), on the local cluster.
+"""A bug is not a transient failure, and a decided outcome ends the application
+with one YARN attempt, on the local cluster.
 
 A script that raises the same exception at every start fails the job after
 its second start whatever ``max_restarts`` allows, with that exception first
@@ -10,17 +10,15 @@ leaves exactly one application attempt in YARN's ResourceManager.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 import urllib.request
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _faults import kill_task
-from helpers import running_job
+from helpers import rm_address, running_job
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
@@ -36,15 +34,6 @@ QUICK: dict[str, Any] = {
     "worker_grace": 3,
 }
 ERROR = "ValueError: invalid literal for int() with base 10: 'ten'"
-
-
-def rm_address() -> str:
-    """The ResourceManager's web address, from the cluster's yarn-site.xml."""
-    conf = Path(os.environ["HADOOP_CONF_DIR"]) / "yarn-site.xml"
-    for prop in ET.parse(conf).getroot().iter("property"):
-        if prop.findtext("name") == "yarn.resourcemanager.webapp.address":
-            return str(prop.findtext("value"))
-    return "127.0.0.1:8088"  # YARN's default
 
 
 def app_attempts(app_id: str) -> list[dict[str, Any]]:
@@ -102,7 +91,7 @@ def test_the_same_exception_at_every_start_fails_after_the_second(
     # The stderr excerpt leads with the error, not with ^^^^ markers.
     assert f"Last lines of its stderr:\n  {ERROR}\n" in final.diagnostics
     assert "^^^" not in final.diagnostics
-    # Issue 16: the decided FAILED ended the application; one master attempt.
+    # The decided FAILED ended the application: one master attempt, no retry.
     assert report["finalStatus"] == "FAILED", report
     assert ERROR in report["diagnostics"], report
     assert len(attempts) == 1 and len(attempts_later) == 1, attempts_later

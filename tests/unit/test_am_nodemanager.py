@@ -1,4 +1,4 @@
-"""The master's read of a NodeManager's account of an ended container (issue 11)."""
+"""The master's read of a NodeManager's account of an ended container."""
 
 from __future__ import annotations
 

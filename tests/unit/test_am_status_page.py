@@ -9,71 +9,11 @@ import urllib.request
 from typing import Any
 
 import pytest
+from _am_support import HOSTILE, snapshot
 
 from am import status_page
-from tfyarn.contract.status import JobStatus, Phase, TaskState, TaskStatus
 
 NOW = 1_800_000_100.0
-HOSTILE = "<script>alert('x')</script>"
-
-
-def snapshot(**changes: Any) -> dict[str, Any]:
-    """A snapshot as am/publish.py builds it (through the contract's own types)."""
-    job = JobStatus(
-        phase=Phase.RUNNING,
-        generation=2,
-        restarts=1,
-        restart_reasons=[f"cluster restarted: ps:0 (node2) was lost {HOSTILE}"],
-        max_restarts=3,
-        budget_used=1,
-        started=1_800_000_000.0,
-        cluster_formed_at=1_800_000_012.5,
-        master_address="node1:40000",
-        lead="chief:0",
-        diagnostics="",
-        tasks=[
-            TaskStatus(
-                task="chief:0",
-                role="chief",
-                index=0,
-                attempt=0,
-                state=TaskState.RUNNING,
-                address="node1:2222",
-                container_id="chief_0",
-                yarn_container_id="container_1800000000000_0007_01_000002",
-                node="node1:8042",
-                step=250,
-                metrics={"loss": 0.125, "total_steps": 1000.0},
-                last_heartbeat_age=1.5,
-                history=["10:00:00 RUNNING: received cluster 2"],
-            ),
-            TaskStatus(
-                task="ps:0",
-                role="ps",
-                index=0,
-                attempt=1,
-                state=TaskState.REGISTERED,
-                address="node2:2223",
-                container_id="ps_1",
-                yarn_container_id="container_1800000000000_0007_01_000005",
-                node="node2:8042",
-                last_heartbeat_age=0.5,
-                failures=["attempt 0: lost"],
-                history=[f"10:00:05 REGISTERED: {HOSTILE}"],
-            ),
-            TaskStatus(
-                task="worker:0",
-                role="worker",
-                index=0,
-                state=TaskState.REQUESTED,
-                # A node address that is not host:port must not become a link.
-                node="javascript:alert(1)",
-                yarn_container_id="container_x",
-            ),
-        ],
-    ).to_dict()
-    job.update(changes)
-    return job
 
 
 def rows(page: str) -> dict[str, list[str]]:

@@ -4,15 +4,13 @@ the runtime's side (tfyarn/runtime/tokens.py), with the fetch faked."""
 from __future__ import annotations
 
 import asyncio
-import doctest
 import subprocess
 from pathlib import Path
 
 import pytest
-from _am_support import job
-from test_contract_tokens import AMRM, hdfs_token
+from _am_support import AMRM, hdfs_token, job
 
-from am import fetch_tokens, token_schedule
+from am import token_schedule
 from am.fetch_tokens import Fetched
 from am.launcher import FakeLauncher
 from am.state import JobState
@@ -26,11 +24,6 @@ from tfyarn.runtime import tokens as runtime_tokens
 
 ISSUED = 1_795_500_000.0  # epoch s of the submission's tokens
 SERVICE = "10.0.0.1:8020"
-
-
-@pytest.mark.parametrize("module", [token_schedule, fetch_tokens])
-def test_doctests(module: object) -> None:
-    assert doctest.testmod(module).failed == 0  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Issue 16: a decided FAILED ends the application on the attempt that decided it.
+"""A decided FAILED ends the application on the attempt that decided it.
 
 skein leaves a FAILED application registered unless the attempt is YARN's
 last, so the master unregisters it first (am/unregister.py); YARN itself is

@@ -1,4 +1,4 @@
-"""``tfyarn submit`` checks its input one way, dry run or not (issue 16)."""
+"""``tfyarn submit`` checks its input one way, dry run or not."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The client reads the master's real published status, not a hand-written one.
 
-A renamed key or task state on either side fails here (issue 9): the document is
-made by the master's own ``JobState`` (with the in-memory FakeLauncher) and read
+A renamed key or task state on either side fails here: the document is made
+by the master's own ``JobState`` (with the in-memory FakeLauncher) and read
 back through the client's reader, narrator and status table.
 """
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _fake_nm import FakeNodeManager, serving
 
-from tests.unit._fake_nm import FakeNodeManager, serving
 from tfyarn.client import livelogs, nmweb, nodelogs, tasklogs
 from tfyarn.contract.status import JobStatus, Phase, TaskState, TaskStatus
 from tfyarn.errors import TfyarnError

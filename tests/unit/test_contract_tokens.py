@@ -6,36 +6,10 @@ import io
 from pathlib import Path
 
 import pytest
+from _am_support import AMRM, hdfs_token
 
 from tfyarn.contract import tokens
 from tfyarn.contract.tokens import HDFS_KIND, Token, TokenFile, TokenFileError
-
-
-def identifier(issued_ms: int, max_ms: int, owner: str = "me@R.TEST") -> bytes:
-    out = io.BytesIO()
-    out.write(b"\x00")
-    for text in (owner, "me", ""):
-        tokens._write_bytes(out, text.encode())
-    tokens._write_vlong(out, issued_ms)
-    tokens._write_vlong(out, max_ms)
-    tokens._write_vlong(out, 7)
-    tokens._write_vlong(out, 2)
-    return out.getvalue()
-
-
-def hdfs_token(
-    service: str, issued_ms: int = 1_795_500_006_958, life_ms: int = 120_000
-) -> Token:
-    return Token(
-        alias=service.encode(),
-        identifier=identifier(issued_ms, issued_ms + life_ms),
-        password=b"p" * 20,
-        kind=HDFS_KIND,
-        service=service,
-    )
-
-
-AMRM = Token(b"amrm", b"\x01\x02", b"secret", "YARN_AM_RM_TOKEN", "")
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ def test_python_and_cli_make_the_same_job_field_by_field(
         want = getattr(in_python, f.name)
         assert getattr(from_cli, f.name) == want, f.name
         assert getattr(from_api, f.name) == want, f.name
-    # The values the two used to disagree on (issue 9), as shipped:
+    # The values the CLI and JobSpec once disagreed on, as shipped:
     assert in_python.max_restarts == 3 and in_python.max_am_attempts == 2
     assert in_python.preimport == ("tensorflow",)
     assert in_python.group(Role.PS).memory_mib == 1024

@@ -1,4 +1,4 @@
-"""container-executor's exit codes and Docker refusals, named (issue 11).
+"""container-executor's exit codes and Docker refusals, named.
 
 The diagnostics below are shaped as Hadoop 3's LinuxContainerExecutor writes
 them (``handleExitCode``: "Exception from container-launch ... Exit code: N

@@ -1,4 +1,4 @@
-"""The Python API refuses wrong arguments in its own words (issue 16).
+"""The Python API refuses wrong arguments in its own words.
 
 Errors name keywords (``args=``, ``num_worker=``), never flags or "the command
 line", and a wrong type is a :class:`TfyarnError`, never an AttributeError.

@@ -9,77 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from _am_support import LiveMaster, job
+from _am_support import LiveMaster, job, run_tasks, task_env
 
 from tfyarn import runtime
 from tfyarn.contract.status import Phase
 from tfyarn.errors import SpecError
 from tfyarn.runtime import Runtime, TaskContext, Timeouts
-from tfyarn.spec import JobSpec
-
-SCRIPT = r"""
-import json, os, sys, time
-out = {"argv": sys.argv[1:], "env": {k: v for k, v in os.environ.items()
-       if k.startswith(("TF_", "TFYARN_")) and k != "TFYARN_JOB"}}
-role = os.environ["TFYARN_ROLE"]
-with open(f"{role}_{os.environ['TFYARN_TASK_INDEX']}.json", "w") as f:
-    json.dump(out, f)
-if role == "ps":
-    time.sleep(60)  # like server.join(): only a Stop ends it
-code = int(os.environ.get("EXIT_CODE", "0"))
-if code:
-    print("Traceback (most recent call last):", file=sys.stderr)
-    print("ValueError: the model exploded", file=sys.stderr)
-sys.exit(code)
-"""
-
-
-def task_env(
-    spec: JobSpec, master: LiveMaster, role: str, index: int, **extra: str
-) -> dict[str, str]:
-    return {
-        "TFYARN_JOB": spec.to_env(),
-        "TFYARN_ROLE": role,
-        "TFYARN_TASK_INDEX": str(index),
-        "TFYARN_ATTEMPT": "0",
-        "TFYARN_MASTER_ADDRESS": master.address,
-        "TFYARN_RESTART": "0",
-        "NM_HOST": "127.0.0.1",
-        "PATH": "/usr/bin:/bin",
-        **extra,
-    }
-
-
-def run_tasks(
-    spec: JobSpec,
-    credentials: tuple[bytes, bytes],
-    workdir: Path,
-    *,
-    script: str = SCRIPT,
-    **extra: str,
-) -> tuple[LiveMaster, dict[str, int]]:
-    """Run every task's runtime in a thread against a live master; their codes."""
-    (workdir / spec.script_name).write_text(script)
-    master = LiveMaster(spec, credentials).start()
-    master.grant_all()
-    codes: dict[str, int] = {}
-
-    def one(role: str, index: int) -> None:
-        env = task_env(spec, master, role, index, **extra)
-        rt = Runtime(
-            TaskContext.from_env(env), credentials=credentials, workdir=workdir, env=env
-        )
-        codes[f"{role}:{index}"] = rt.run()
-
-    threads = [
-        threading.Thread(target=one, args=(role.value, index))
-        for role, index in spec.task_keys()
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    return master, codes
 
 
 def test_tasks_get_tf_config_legacy_flags_and_ps_is_stopped_after_lead_success(

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _am_support import LiveMaster, job
-from test_runtime import SCRIPT
+from _am_support import SCRIPT, LiveMaster, job
 
 from tfyarn.contract import env as _env
 from tfyarn.contract.status import MASTER_KEY, Phase

@@ -1,4 +1,4 @@
-"""Restart in place (issue 13): a live master, real runtimes, fake YARN.
+"""Restart in place: a live master, real runtimes, fake YARN.
 
 worker:1's script fails; the cluster restarts. Both runtimes stay: worker:0's
 stops its script, worker:1's reported the failure and waits for the answer;
@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from _am_support import job
-from test_runtime import run_tasks
+from _am_support import job, run_tasks
 
 from tfyarn.contract.status import Phase
 

@@ -1,5 +1,5 @@
-"""Port reservation with SO_REUSEPORT (tfyarn/runtime/ports.py), as FIELD_NOTES describe:
-a held reservation lets a second SO_REUSEPORT socket (TensorFlow with
+"""Port reservation with SO_REUSEPORT (tfyarn/runtime/ports.py): a held
+reservation lets a second SO_REUSEPORT socket (TensorFlow with
 TF_GRPC_REUSE_PORT=1) bind and serve the port, and keeps every other process out.
 """
 

@@ -1,4 +1,4 @@
-"""A script that cannot run is refused before anything is submitted (issue 16)."""
+"""A script that cannot run is refused before anything is submitted."""
 
 from __future__ import annotations
 

@@ -63,7 +63,9 @@ def check(
 
     Examples
     --------
-    >>> tfyarn.check("train.py", num_ps=1, num_worker=2, cluster=False)  # doctest: +SKIP
+    >>> import tfyarn
+    >>> tfyarn.check("train.py", num_ps=1, num_worker=2,  # doctest: +ELLIPSIS
+    ...              cluster=False)
     JobSpec(script='train.py', ...)
     """
     cfg = config.load(config_file, options)

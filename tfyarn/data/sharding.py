@@ -186,8 +186,9 @@ def shard_files(
 
     Examples
     --------
-    >>> def dataset_fn(ctx):  # doctest: +SKIP
+    >>> def dataset_fn(ctx):
     ...     files = shard_files("hdfs:///data/train-*", input_context=ctx)
+    ...     return tf.data.TFRecordDataset(files)
     """
     files = list_files(pattern)
     chosen = shard if shard is not None else current_shard(input_context)

@@ -113,7 +113,7 @@ def tfrecord_dataset(
 
     Examples
     --------
-    >>> def dataset_fn(ctx):  # doctest: +SKIP
+    >>> def dataset_fn(ctx):
     ...     ds = tfrecord_dataset("hdfs:///data/digits/train-*", input_context=ctx,
     ...                           batch_size=ctx.get_per_replica_batch_size(64))
     ...     return ds.map(parse_digits)

@@ -1,4 +1,4 @@
-"""A Docker engine and images for the image tests (issue 11).
+"""A Docker engine and images for the tests of tasks run in Docker images.
 
 No image registry is reachable here: the base image is Debian bookworm made
 with ``debootstrap --variant=minbase`` (plus python3, the client's 3.11) and

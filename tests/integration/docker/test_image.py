@@ -1,4 +1,4 @@
-"""``tfyarn image build`` and ``tfyarn image check`` with the real Docker engine (issue 11).
+"""``tfyarn image build`` and ``tfyarn image check`` with the real Docker engine.
 
 The job image holds this client's environment on a debootstrapped Debian
 base; the check runs it as YARN's Docker runtime would (unprivileged user,

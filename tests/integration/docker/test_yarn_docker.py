@@ -1,6 +1,6 @@
 """A job whose tasks run in Docker through YARN itself: the LinuxContainerExecutor
 and YARN's Docker runtime, on a cluster of its own started with
-``tfyarn cluster start --container_executor`` (issue 11).
+``tfyarn cluster start --container_executor``.
 
 Needs Hadoop's setuid ``container-executor``, which no package registry
 carries: the test runs when ``TFYARN_CONTAINER_EXECUTOR`` names one (root-owned,

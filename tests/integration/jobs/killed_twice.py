@@ -1,4 +1,4 @@
-"""A script that waits to be SIGKILLed, twice, then succeeds (issue 13).
+"""A script that waits to be SIGKILLed, twice, then succeeds (transient failures).
 
 Before waiting it writes the same line to stderr at every start: were a
 signal taken for the script's own error, the second kill would repeat "its

@@ -1,4 +1,4 @@
-"""A script with a bug: the same exception at every start (issue 13).
+"""A script with a bug: the same exception at every start (not a transient failure).
 
 Prints ``start attempt=N restart=M`` to stdout, then fails in a nested call,
 so its traceback ends with ``^^^^`` markers under the failing expression and

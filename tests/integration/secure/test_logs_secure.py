@@ -1,5 +1,5 @@
-"""``tfyarn logs`` on the secure local cluster, where log aggregation is off
-(issue 12): the finished task's output comes from the NodeManager."""
+"""``tfyarn logs`` on the secure local cluster, where log aggregation is off:
+the finished task's output comes from the NodeManager."""
 
 from __future__ import annotations
 

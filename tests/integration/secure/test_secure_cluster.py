@@ -1,4 +1,4 @@
-"""The secure local cluster (issue 12): Kerberos for HDFS and YARN, for real.
+"""The secure local cluster: Kerberos for HDFS and YARN, for real.
 
 Every command runs with the environment ``tfyarn cluster env`` exports (the
 fixture put it in ``os.environ``): the user's ticket in the cluster's own

@@ -1,4 +1,4 @@
-"""Jobs on the secure cluster (issue 12): who the client logs in as, and tokens.
+"""Jobs on the secure cluster: who the client logs in as, and tokens.
 
 The client refuses at once without a ticket, logs in from a keytab with no
 ticket cache at all, explains a wrong keytab and a stopped KDC; a task has no

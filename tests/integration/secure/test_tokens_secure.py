@@ -1,4 +1,4 @@
-"""Jobs longer than their HDFS delegation tokens (issue 12), on the secure cluster.
+"""Jobs longer than their HDFS delegation tokens, on the secure cluster.
 
 The fixture's cluster makes tokens that end ``TOKEN_LIFETIME_S`` (120 s) after
 submission. Two jobs run side by side to fit the CI budget:

@@ -47,7 +47,7 @@ def resolve(url: str) -> FileSystem:
 
     Examples
     --------
-    >>> fs = resolve("hdfs:///tmp/tfyarn/digits")   # doctest: +SKIP
+    >>> fs = resolve("hdfs:///tmp/tfyarn/digits")
     >>> [i.url for i in fs.glob("hdfs:///tmp/tfyarn/digits/train-*")]  # doctest: +SKIP
     """
     parsed = urlparse(url)
@@ -84,7 +84,7 @@ def qualify(path: str, *, user: str | None = None) -> str:
     --------
     >>> qualify("file:///tmp/x")
     'file:///tmp/x'
-    >>> qualify("/tmp/x")  # doctest: +SKIP
+    >>> qualify("/tmp/x")  # with fs.defaultFS hdfs://127.0.0.1:8020
     'hdfs://127.0.0.1:8020/tmp/x'
     """
     if urlparse(path).scheme:

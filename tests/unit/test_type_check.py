@@ -1,0 +1,41 @@
+"""The code type-checks as pyproject.toml's mypy settings want it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_mypy_is_clean() -> None:
+    pytest.importorskip("mypy", reason="mypy comes with the [dev] extra")
+    # The configured files, with mypy's cache in the checkout's .mypy_cache
+    # (ignored by git): a second run takes seconds, not a full analysis.
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy"],
+        check=False,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, (
+        f"mypy found problems (run `PYTHONPATH=$PWD mypy` to see them):\n"
+        f"{result.stdout}{result.stderr}"
+    )
+    assert result.stdout.startswith("Success: no issues found in "), result.stdout
+
+
+def test_mypy_checks_against_the_oldest_supported_python() -> None:
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11's")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    oldest = re.fullmatch(r">=(\d+\.\d+)", project["project"]["requires-python"])
+    assert oldest, project["project"]["requires-python"]
+    assert project["tool"]["mypy"]["python_version"] == oldest.group(1)
