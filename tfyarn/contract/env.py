@@ -27,7 +27,8 @@ ATTEMPT = "TFYARN_ATTEMPT"  # which launch of this task (0 first)
 MASTER_ADDRESS = "TFYARN_MASTER_ADDRESS"  # host:port of the master's gRPC service
 RESTART = "TFYARN_RESTART"  # how many times the whole cluster was restarted
 PORT = "TFYARN_PORT"  # a port to reuse (a replaced task keeps its address when it can)
-# Long jobs on a secure cluster (issue 12): with --principal/--keytab the keytab
+# Long jobs on a secure cluster (longer than the HDFS delegation tokens'
+# maximum lifetime, 7 days by default): with --principal/--keytab the keytab
 # travels to the master alone, private to the application, under this name,
 # and the principal in this variable (am/tokens.py).
 KEYTAB_FILE = "tfyarn.keytab"
