@@ -6,8 +6,9 @@
 // Gets a token for fs.defaultFS and every URL given, renewable by the
 // principal's own user, renews each once to learn when it expires, writes
 // them to OUT (Hadoop's token file, Writable format) and prints one line per
-// token: "token KIND SERVICE EXPIRES_MS". Why: Python has no Hadoop client
-// that can ask a NameNode for delegation tokens (issue 12).
+// token: "token KIND SERVICE EXPIRES_MS". Why Java: Python has no Hadoop
+// client that can ask a NameNode for delegation tokens (hdfs-native only uses
+// them), and a job longer than their maximum lifetime needs fresh ones.
 import java.io.File;
 import java.net.URI;
 import java.security.PrivilegedExceptionAction;

@@ -1,4 +1,4 @@
-"""Fresh HDFS delegation tokens, obtained with the job's keytab (issue 12).
+"""Fresh HDFS delegation tokens, obtained with the job's keytab (jobs on secure clusters).
 
 Python has no Hadoop client that can ask a NameNode for delegation tokens
 (hdfs-native only uses them), so ``FetchTokens.java`` does it: Hadoop's own

@@ -3,7 +3,7 @@
 At submission skein obtains HDFS delegation tokens (``fs.defaultFS`` and
 ``hdfs_namenodes``), which the ResourceManager renews until their maximum
 lifetime (7 days by default); after that no task can open a new HDFS
-connection. So the master (issue 12):
+connection. So the master:
 
 - with a keytab (``tfyarn submit --principal P --keytab F`` ships it to the
   master alone, private to the application), fetches fresh tokens before the

@@ -9,7 +9,7 @@ Every worker runs the same program and reads its own shard of the digits
 TFRecords on HDFS (``--data``) through ``tfyarn.data``. Gradients are
 all-reduced across workers each step, so all replicas hold identical weights.
 (Keras 3's ``model.fit`` does not work under this strategy, hence the custom
-loop.) Checkpoints go to ``--checkpoint_dir`` on HDFS (worker 0 uploads them);
+loop.) Checkpoints go to ``--checkpoint_dir`` on HDFS (only worker 0 writes them);
 a job started again with the same directory, or restarted by tfyarn after a
 failure, resumes from the latest one, until the step count reaches ``--steps``.
 Prints ``start_step=``, ``steps=`` and (worker 0) the held-out ``accuracy=``.
@@ -95,7 +95,7 @@ def main() -> None:
         current = int(step.numpy())
         tfyarn.report_progress(current, loss=loss, total_steps=args.steps)
         if current % args.checkpoint_every == 0 or current == args.steps:
-            manager.save()  # every worker calls it; only worker 0 uploads
+            manager.save()  # every worker calls it; only worker 0 writes
     print(f"steps={current}", flush=True)
 
     if is_chief():

@@ -6,12 +6,13 @@ Run on YARN (the chief coordinates; ps and workers serve)::
     tfyarn submit --num_chief 1 --num_ps 1 --num_worker 2 \\
         examples/ps_coordinator.py --steps 200
 
-Each worker first copies its own shard of the digits TFRecords (``--data``,
-split by its place in ``TF_CONFIG``) from HDFS to local disk, then serves; ps
-tasks only serve. The chief builds a ``ParameterServerStrategy`` and schedules
-training steps on the workers with a ``ClusterCoordinator`` and a custom loop
-(Keras 3 dropped ``model.fit`` for this strategy); each worker's steps read its
-local shard. The chief checkpoints to ``--checkpoint_dir`` on HDFS, so a job
+Each worker first takes its own shard of the digits TFRecords (``--data``,
+split by its place in ``TF_CONFIG``; ``tfyarn.data.stage_shard``: read from
+HDFS through tfyarn's plugin, or copied to local disk where the plugin is not
+installed), then serves; ps tasks only serve. The chief builds a
+``ParameterServerStrategy`` and schedules training steps on the workers with a
+``ClusterCoordinator`` and a custom loop (Keras 3 dropped ``model.fit`` for
+this strategy); each worker's steps read its own shard. The chief checkpoints to ``--checkpoint_dir`` on HDFS, so a job
 started again with the same directory, or restarted by tfyarn after a failure,
 resumes from the latest checkpoint, until the step count reaches ``--steps``.
 It prints ``start_step=``, ``steps=`` and the held-out ``accuracy=``; when it

@@ -10,8 +10,10 @@ supplies the four flags itself::
     tfyarn submit --num_ps 1 --num_worker 2 --legacy_flags \\
         examples/tf1_async_legacy.py --steps 300
 
-Each worker copies its own shard of the digits TFRecords (``--data``) from HDFS
-to local disk and reads it with ``tf.data`` in its graph. Worker 0 is the
+Each worker takes its own shard of the digits TFRecords (``--data``;
+``tfyarn.data.stage_shard``: read from HDFS through tfyarn's plugin, or copied
+to local disk where the plugin is not installed) and reads it with ``tf.data``
+in its graph. Worker 0 is the
 chief: it initializes the variables, or restores them from the latest
 checkpoint in ``--checkpoint_dir`` on HDFS (a job started again, or restarted
 by tfyarn after a failure, continues from there), saves checkpoints that
@@ -76,8 +78,8 @@ def main() -> None:
         server.join()
         return
 
-    # This worker's files of the training set, and the whole test set, on local
-    # disk: TensorFlow's own readers cannot open hdfs://.
+    # This worker's files of the training set, and the whole test set: the
+    # hdfs:// URLs with tfyarn's plugin, local copies without it.
     me = td.Shard(args.task_index, len(workers))
     train_files = td.stage_shard(args.data + "/train-*", "train", shard=me)
     test_files = td.stage_shard(args.data + "/test-*", "test", shard=td.Shard(0, 1))

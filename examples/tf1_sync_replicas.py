@@ -9,8 +9,10 @@ tfyarn fills them through placeholders instead of ``--legacy_flags``::
         --job {job_name} --index {task_index} --ps {ps_hosts} \\
         --workers {worker_hosts} --steps 200
 
-Each worker copies its own shard of the digits TFRecords (``--data``) from HDFS
-to local disk and reads it with ``tf.data`` in its graph. Worker 0 (the chief)
+Each worker takes its own shard of the digits TFRecords (``--data``;
+``tfyarn.data.stage_shard``: read from HDFS through tfyarn's plugin, or copied
+to local disk where the plugin is not installed) and reads it with ``tf.data``
+in its graph. Worker 0 (the chief)
 restores from the latest checkpoint in ``--checkpoint_dir`` on HDFS if there is
 one (a job started again, or restarted by tfyarn after a failure, continues
 from there), saves checkpoints that ``tfyarn.checkpoint.saver_listener``
@@ -60,8 +62,8 @@ def main() -> None:
         server.join()
         return
 
-    # This worker's files of the training set, and the whole test set, on local
-    # disk: TensorFlow's own readers cannot open hdfs://.
+    # This worker's files of the training set, and the whole test set: the
+    # hdfs:// URLs with tfyarn's plugin, local copies without it.
     me = td.Shard(args.index, len(workers))
     train_files = td.stage_shard(args.data + "/train-*", "train", shard=me)
     test_files = td.stage_shard(args.data + "/test-*", "test", shard=td.Shard(0, 1))

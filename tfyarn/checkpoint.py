@@ -1,16 +1,25 @@
-"""TensorFlow checkpoints kept on HDFS (TensorFlow 2.21 cannot write ``hdfs://``).
+"""TensorFlow checkpoints kept on HDFS, restorable in any container.
 
-A :class:`CheckpointManager` saves with ``tf.train.CheckpointManager`` into a
-local directory, then uploads: the data files and ``.index`` of the new
-checkpoint first, the ``checkpoint`` state file last, then deletes the remote
-files of checkpoints the state no longer lists (``max_to_keep``). Every file is
-written under a temporary name and renamed, so a reader that follows the state
-file always finds a complete checkpoint, whenever it looks. Restoring downloads
-the state file and the newest checkpoint's files, then restores from the local
-copy; since CheckpointManager writes relative paths in the state file, the
-directory restores in any container. Only the chief uploads; other tasks save
-to a scratch directory (MultiWorkerMirroredStrategy needs every worker to take
-part in ``save``) and read from HDFS.
+A :class:`CheckpointManager` saves and restores a ``tf.train.Checkpoint`` at an
+``hdfs://`` (or ``viewfs://``, or local) directory; only the chief writes, and
+every task can restore, so a job resumes after losing the container that wrote
+its checkpoints.
+
+Where tfyarn's HDFS plugin is installed (:func:`tfyarn.hdfs.available`; tfyarn
+tasks register it before the script's first line), TensorFlow's own
+``tf.train.CheckpointManager`` works on the HDFS directory itself: it writes
+each checkpoint under temporary names and renames it into place, then the
+``checkpoint`` state file (relative paths), then deletes checkpoints beyond
+``max_to_keep``; so a reader that follows the state file always finds a
+complete checkpoint. An install made without cargo has no plugin, and
+TensorFlow alone cannot open ``hdfs://``; there the manager falls back to
+saving locally and copying (:mod:`tfyarn._mirror.checkpoints`: the files of a
+checkpoint first, the state file last). The first manager logs which way it
+goes.
+
+The TF1 helpers :func:`download_latest`, :func:`upload_latest` and
+:func:`saver_listener` copy a ``Saver``'s local checkpoint directory to and
+from HDFS (with the plugin, a ``Saver`` can save to ``hdfs://`` itself).
 
 Examples
 --------
@@ -28,14 +37,34 @@ import logging
 import os
 import shutil
 import tempfile
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
+from tfyarn import _hdfs_route
+from tfyarn._checkpoint_files import STATE_FILE, checkpoint_prefix, require_complete
+from tfyarn._mirror.checkpoints import (
+    MirroredCheckpoints,
+    download_latest,
+    saver_listener,
+    upload_latest,
+)
 from tfyarn.data import fs as _fs
 from tfyarn.errors import HdfsError
 
+__all__ = [
+    "STATE_FILE",
+    "CheckpointManager",
+    "HdfsError",
+    "checkpoint_callback",
+    "download_latest",
+    "is_chief",
+    "saver_listener",
+    "upload_latest",
+]
+
 log = logging.getLogger(__name__)
 
-STATE_FILE = "checkpoint"
+_T = TypeVar("_T")
 
 
 def is_chief(tf_config: str | None = None) -> bool:
@@ -53,47 +82,113 @@ def is_chief(tf_config: str | None = None) -> bool:
     return role == "worker" and index == 0 and not cluster.get("chief")
 
 
-def _checkpoint_prefix(name: str) -> str | None:
-    """``ckpt-12`` for ``ckpt-12.index`` / ``ckpt-12.data-00000-of-00001``."""
-    if name.endswith(".index"):
-        return name[: -len(".index")]
-    if ".data-" in name:
-        return name.split(".data-", 1)[0]
-    if name.endswith(".meta"):  # TF1 Saver's graph, part of its checkpoint
-        return name[: -len(".meta")]
-    return None
+class _Store(Protocol):
+    """Where the chief's checkpoints live; one per route (plugin or mirror)."""
+
+    def latest(self) -> str | None: ...
+    def fetch(self, prefix: str) -> str: ...
+    def reload(self) -> None: ...
+    def kept(self) -> list[str]: ...
+    def save(self, checkpoint_number: Any = None) -> str: ...
 
 
-def _download_checkpoint(fs: Any, directory: str, prefix: str, local_dir: str) -> None:
-    """Copy one checkpoint's files (data, index, a TF1 ``.meta``) into ``local_dir``.
-
-    Refuses a checkpoint the state file names but whose index or data is missing.
-    """
-    infos = [
-        i
-        for i in fs.glob(_fs.join(directory, prefix + ".*"))
-        if _checkpoint_prefix(i.url.rsplit("/", 1)[-1]) == prefix
-    ]
-    names = [i.url.rsplit("/", 1)[-1] for i in infos]
-    if prefix + ".index" not in names or not any(".data-" in n for n in names):
-        raise HdfsError(
-            f"checkpoint {_fs.join(directory, prefix)} is listed in "
-            f"{_fs.join(directory, STATE_FILE)} but its files are incomplete "
-            f"(found {names}). Delete the state file to start over, or restore an "
-            "older checkpoint by hand."
-        )
-    for info in infos:
-        fs.get_file(info.url, os.path.join(local_dir, info.url.rsplit("/", 1)[-1]))
-
-
-def _read_state(local_dir: str) -> Any:
+def _tf_io(what: str, url: str, call: Callable[[], _T]) -> _T:
+    """``call()``, with TensorFlow's I/O errors raised as :class:`HdfsError`."""
     import tensorflow as tf
 
-    return tf.train.get_checkpoint_state(local_dir)
+    try:
+        return call()
+    except tf.errors.OpError as exc:
+        raise HdfsError(f"cannot {what} {url}: {exc.message}") from exc
+
+
+class _TensorFlowCheckpoints:
+    """The checkpoint directory opened by TensorFlow itself (the plugin's route).
+
+    ``tf.train.get_checkpoint_state`` takes an unreadable state file for no
+    checkpoint at all; here it is an error, so that a job whose NameNode is
+    unreachable does not start over and overwrite its checkpoints.
+    """
+
+    def __init__(
+        self,
+        checkpoint: Any,
+        directory: str,
+        *,
+        max_to_keep: int,
+        checkpoint_name: str,
+        chief: bool,
+    ) -> None:
+        import tensorflow as tf
+
+        self.checkpoint = checkpoint
+        self.directory = directory
+        self.max_to_keep = max_to_keep
+        self.checkpoint_name = checkpoint_name
+        if chief:
+            _tf_io("create", directory, lambda: tf.io.gfile.makedirs(directory))
+        self.latest()  # fails now, not at the first save, if HDFS cannot be read
+        self.reload()
+
+    def reload(self) -> None:
+        """A new manager, reading the state file (it prunes what that lists)."""
+        import tensorflow as tf
+
+        self._manager = tf.train.CheckpointManager(
+            self.checkpoint,
+            self.directory,
+            max_to_keep=self.max_to_keep,
+            checkpoint_name=self.checkpoint_name,
+        )
+
+    def latest(self) -> str | None:
+        """The newest checkpoint's prefix (``ckpt-12``), or ``None``."""
+        import tensorflow as tf
+
+        state_file = _fs.join(self.directory, STATE_FILE)
+        if not _tf_io("read", state_file, lambda: tf.io.gfile.exists(state_file)):
+            return None
+        state = tf.train.get_checkpoint_state(self.directory)
+        if state is None:
+            raise HdfsError(
+                f"cannot read {state_file} (TensorFlow's log above says why). "
+                "Check HDFS, or delete the file to start over."
+            )
+        if not state.model_checkpoint_path:
+            return None
+        return os.path.basename(state.model_checkpoint_path)
+
+    def fetch(self, prefix: str) -> str:
+        """Check that checkpoint ``prefix`` is complete; the path to restore from."""
+        import tensorflow as tf
+
+        pattern = _fs.join(self.directory, prefix + ".*")
+        names = [
+            name
+            for name in (
+                p.rsplit("/", 1)[-1]
+                for p in _tf_io("list", pattern, lambda: tf.io.gfile.glob(pattern))
+            )
+            if checkpoint_prefix(name) == prefix
+        ]
+        require_complete(self.directory, prefix, names)
+        return _fs.join(self.directory, prefix)
+
+    def kept(self) -> list[str]:
+        """Prefixes of the kept checkpoints, oldest first."""
+        return [os.path.basename(p) for p in self._manager.checkpoints]
+
+    def save(self, checkpoint_number: Any = None) -> str:
+        """Save (state file last, then pruning); the prefix saved."""
+        return os.path.basename(self._manager.save(checkpoint_number=checkpoint_number))
 
 
 class CheckpointManager:
     """Save and restore a ``tf.train.Checkpoint`` at an HDFS (or local) URL.
+
+    Through TensorFlow and tfyarn's HDFS plugin where it is installed; without
+    the plugin through a local working copy that is uploaded (see the module
+    docstring).
 
     Parameters
     ----------
@@ -102,13 +197,15 @@ class CheckpointManager:
     directory : str
         ``hdfs://.../ckpt`` (also ``viewfs://`` or a local path).
     max_to_keep : int
-        Checkpoints kept, locally and remotely.
+        Checkpoints kept.
     checkpoint_name : str
         File name prefix (``ckpt`` gives ``ckpt-1.index`` ...).
     local_dir : str, optional
-        Local working copy (default: a fresh temporary directory).
+        The local working copy of the fallback without the plugin (default: a
+        fresh temporary directory). With the plugin nothing is written there
+        (a directory given is still created).
     chief : bool, optional
-        Whether this task uploads (default: :func:`is_chief` from ``TF_CONFIG``).
+        Whether this task writes (default: :func:`is_chief` from ``TF_CONFIG``).
 
     Raises
     ------
@@ -131,49 +228,52 @@ class CheckpointManager:
         self.max_to_keep = max_to_keep
         self.checkpoint_name = checkpoint_name
         self.chief = is_chief() if chief is None else chief
-        self._fs = _fs.resolve(self.directory)
-        self.local_dir = local_dir or tempfile.mkdtemp(prefix="tfyarn-ckpt-")
-        os.makedirs(self.local_dir, exist_ok=True)
-        if self.chief:
-            self._fs.mkdirs(self.directory)
-        # The local manager must see the remote state when it starts, so that
-        # max_to_keep prunes the checkpoints an earlier container wrote.
-        self._download_state()
-        self._manager = self._new_manager(self.local_dir)
+        self.local_dir = local_dir
+        self._store: _Store
+        if _hdfs_route.use_plugin(
+            self.directory,
+            what="tfyarn.checkpoint",
+            fallback="checkpoints are saved locally, then copied to HDFS",
+            log=log,
+        ):
+            if local_dir:
+                os.makedirs(local_dir, exist_ok=True)
+            self._store = _TensorFlowCheckpoints(
+                checkpoint,
+                self.directory,
+                max_to_keep=max_to_keep,
+                checkpoint_name=checkpoint_name,
+                chief=self.chief,
+            )
+        else:
+            mirror = MirroredCheckpoints(
+                checkpoint,
+                self.directory,
+                max_to_keep=max_to_keep,
+                checkpoint_name=checkpoint_name,
+                local_dir=local_dir,
+                chief=self.chief,
+            )
+            self.local_dir = mirror.local_dir
+            self._store = mirror
 
-    def _new_manager(self, directory: str) -> Any:
-        import tensorflow as tf
-
-        return tf.train.CheckpointManager(
-            self.checkpoint,
-            directory,
-            max_to_keep=self.max_to_keep,
-            checkpoint_name=self.checkpoint_name,
-        )
+    @property
+    def mirrored(self) -> bool:
+        """Whether checkpoints go through a local copy (the fallback without the plugin)."""
+        return isinstance(self._store, MirroredCheckpoints)
 
     def _remote(self, name: str) -> str:
         return _fs.join(self.directory, name)
-
-    def _download_state(self) -> bool:
-        remote = self._remote(STATE_FILE)
-        if not self._fs.exists(remote):
-            return False
-        self._fs.get_file(remote, os.path.join(self.local_dir, STATE_FILE))
-        return True
 
     # -- reading ------------------------------------------------------------------
 
     def latest_checkpoint(self) -> str | None:
         """URL prefix of the newest complete remote checkpoint, or ``None``."""
-        if not self._download_state():
-            return None
-        state = _read_state(self.local_dir)
-        if state is None or not state.model_checkpoint_path:
-            return None
-        return self._remote(os.path.basename(state.model_checkpoint_path))
+        prefix = self._store.latest()
+        return None if prefix is None else self._remote(prefix)
 
     def restore(self, *, expect_partial: bool = False) -> str | None:
-        """Download and restore the newest remote checkpoint.
+        """Restore the newest checkpoint.
 
         Returns
         -------
@@ -185,18 +285,16 @@ class CheckpointManager:
         HdfsError
             The state file names a checkpoint whose files are missing.
         """
-        latest = self.latest_checkpoint()
-        if latest is None:
+        prefix = self._store.latest()
+        if prefix is None:
             return None
-        prefix = latest.rsplit("/", 1)[-1]
-        _download_checkpoint(self._fs, self.directory, prefix, self.local_dir)
-        status = self.checkpoint.restore(os.path.join(self.local_dir, prefix))
+        status = self.checkpoint.restore(self._store.fetch(prefix))
         if expect_partial:
             status.expect_partial()
         # Re-read the state so this manager continues numbering after it.
-        self._manager = self._new_manager(self.local_dir)
-        log.info("restored %s", latest)
-        return latest
+        self._store.reload()
+        log.info("restored %s", self._remote(prefix))
+        return self._remote(prefix)
 
     def restore_or_initialize(self) -> str | None:
         """Restore the newest checkpoint if there is one; ``None`` otherwise."""
@@ -205,12 +303,12 @@ class CheckpointManager:
     @property
     def checkpoints(self) -> list[str]:
         """Remote URL prefixes of the kept checkpoints, oldest first."""
-        return [self._remote(os.path.basename(p)) for p in self._manager.checkpoints]
+        return [self._remote(p) for p in self._store.kept()]
 
     # -- writing ------------------------------------------------------------------
 
     def save(self, checkpoint_number: Any = None) -> str | None:
-        """Save a checkpoint and, on the chief, upload it (state file last).
+        """Save a checkpoint; only the chief's reaches the directory.
 
         Every task of a MultiWorkerMirroredStrategy job must call this (saving
         may run collective ops); non-chiefs write to a scratch directory that is
@@ -222,153 +320,22 @@ class CheckpointManager:
             The remote prefix written (chief), or ``None`` (others).
         """
         if not self.chief:
+            import tensorflow as tf
+
             scratch = tempfile.mkdtemp(prefix="tfyarn-ckpt-scratch-")
             try:
-                self._new_manager(scratch).save(checkpoint_number=checkpoint_number)
+                tf.train.CheckpointManager(
+                    self.checkpoint,
+                    scratch,
+                    max_to_keep=self.max_to_keep,
+                    checkpoint_name=self.checkpoint_name,
+                ).save(checkpoint_number=checkpoint_number)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
             return None
-        path = self._manager.save(checkpoint_number=checkpoint_number)
-        prefix = os.path.basename(path)
-        files = sorted(
-            n for n in os.listdir(self.local_dir) if _checkpoint_prefix(n) == prefix
-        )
-        # Data before index: the .index file says the data is complete.
-        files.sort(key=lambda n: n.endswith(".index"))
-        for name in files:
-            self._fs.put_file(os.path.join(self.local_dir, name), self._remote(name))
-        # The state file last: from now on readers see the new checkpoint.
-        self._fs.put_file(
-            os.path.join(self.local_dir, STATE_FILE), self._remote(STATE_FILE)
-        )
-        self._prune_remote()
+        prefix = self._store.save(checkpoint_number)
         log.info("saved %s", self._remote(prefix))
         return self._remote(prefix)
-
-    def _prune_remote(self) -> None:
-        keep = {os.path.basename(p) for p in self._manager.checkpoints}
-        for info in self._fs.ls(self.directory):
-            name = info.url.rsplit("/", 1)[-1]
-            prefix = _checkpoint_prefix(name)
-            if (
-                prefix is not None
-                and prefix.startswith(self.checkpoint_name + "-")
-                and prefix not in keep
-            ):
-                self._fs.delete(info.url)
-
-
-# -- TF1: a Saver's local directory mirrored to HDFS -----------------------------
-
-
-def download_latest(directory: str, local_dir: str) -> str | None:
-    """Copy the newest checkpoint at ``directory`` into ``local_dir``.
-
-    For TF1 programs whose ``Saver`` / ``MonitoredTrainingSession`` restores
-    from a local ``checkpoint_dir``: call this before the session starts.
-
-    Parameters
-    ----------
-    directory : str
-        Remote directory written by :func:`upload_latest` (``hdfs://...``).
-    local_dir : str
-        Local directory (created).
-
-    Returns
-    -------
-    str or None
-        Local prefix of the checkpoint copied, or ``None`` if there is none yet.
-
-    Raises
-    ------
-    HdfsError
-        The remote state file names a checkpoint whose files are missing.
-    """
-    fs = _fs.resolve(directory)
-    state_url = _fs.join(directory, STATE_FILE)
-    if not fs.exists(state_url):
-        return None
-    os.makedirs(local_dir, exist_ok=True)
-    fs.get_file(state_url, os.path.join(local_dir, STATE_FILE))
-    state = _read_state(local_dir)
-    if state is None or not state.model_checkpoint_path:
-        return None
-    prefix = os.path.basename(state.model_checkpoint_path)
-    _download_checkpoint(fs, directory, prefix, local_dir)
-    # Only the newest checkpoint came along: the state file must say so, or a
-    # local Saver would try to prune files that are not here.
-    _write_state(local_dir, [prefix])
-    return os.path.join(local_dir, prefix)
-
-
-def upload_latest(local_dir: str, directory: str) -> str | None:
-    """Upload the newest checkpoint of ``local_dir`` to ``directory``.
-
-    Data, ``.meta`` and ``.index`` files first, then a ``checkpoint`` state
-    file with relative paths (so it restores in any container), then remote
-    checkpoints the local state no longer lists are deleted.
-
-    Returns
-    -------
-    str or None
-        Remote prefix uploaded, or ``None`` if ``local_dir`` holds no checkpoint.
-    """
-    state = _read_state(local_dir)
-    if state is None or not state.model_checkpoint_path:
-        return None
-    keep = [os.path.basename(p) for p in state.all_model_checkpoint_paths]
-    prefix = os.path.basename(state.model_checkpoint_path)
-    if prefix not in keep:
-        keep.append(prefix)
-    fs = _fs.resolve(directory)
-    fs.mkdirs(directory)
-    files = sorted(n for n in os.listdir(local_dir) if _checkpoint_prefix(n) == prefix)
-    files.sort(key=lambda n: n.endswith(".index"))  # the index says "complete"
-    for name in files:
-        fs.put_file(os.path.join(local_dir, name), _fs.join(directory, name))
-    scratch = tempfile.mkdtemp(prefix="tfyarn-ckpt-state-")
-    try:
-        _write_state(scratch, keep)
-        fs.put_file(os.path.join(scratch, STATE_FILE), _fs.join(directory, STATE_FILE))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    for info in fs.ls(directory):
-        old = _checkpoint_prefix(info.url.rsplit("/", 1)[-1])
-        if old is not None and old not in keep:
-            fs.delete(info.url)
-    log.info("uploaded %s", _fs.join(directory, prefix))
-    return _fs.join(directory, prefix)
-
-
-def _write_state(local_dir: str, prefixes: list[str]) -> None:
-    """A ``checkpoint`` state file listing ``prefixes`` (newest last), relative."""
-    import tensorflow as tf
-
-    tf.compat.v1.train.update_checkpoint_state(
-        local_dir, prefixes[-1], all_model_checkpoint_paths=prefixes
-    )
-
-
-def saver_listener(directory: str, local_dir: str) -> Any:
-    """A ``CheckpointSaverListener`` that uploads each new checkpoint.
-
-    Pass it to a ``tf.compat.v1.train.CheckpointSaverHook`` saving into
-    ``local_dir`` (on the chief); each save, and the hook's final one, is then
-    copied to ``directory`` with :func:`upload_latest`.
-
-    Examples
-    --------
-    >>> hook = tf.compat.v1.train.CheckpointSaverHook(
-    ...     local_dir, save_steps=100, saver=saver,
-    ...     listeners=[saver_listener("hdfs:///ckpt", local_dir)])  # doctest: +SKIP
-    """
-    import tensorflow as tf
-
-    class Upload(tf.compat.v1.train.CheckpointSaverListener):
-        def after_save(self, session: Any, global_step_value: Any) -> None:
-            upload_latest(local_dir, directory)
-
-    return Upload()
 
 
 def checkpoint_callback(
@@ -395,7 +362,7 @@ def checkpoint_callback(
     restore : bool
         Restore the newest checkpoint when training begins.
     chief : bool, optional
-        Whether this task uploads (default from ``TF_CONFIG``).
+        Whether this task writes (default from ``TF_CONFIG``).
 
     Returns
     -------

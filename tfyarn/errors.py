@@ -1,4 +1,19 @@
-"""Exceptions tfyarn raises. Only ``tfyarn.cli.main`` catches them."""
+"""Exceptions tfyarn raises on purpose: a user's mistake, or a failure outside tfyarn.
+
+Their messages name the problem and what to do, so where tfyarn's own entry
+points catch them they show the message, not a traceback:
+
+- the CLI, ``tfyarn.cli.main``: ``Error: <message>`` on stderr, exit code 1
+  (3 for a job that ended KILLED);
+- the application master, ``am/__main__.py``: it ends the application FAILED
+  with the message in YARN's diagnostics (and the traceback in its own log);
+- the task runtime, ``python -m tfyarn.runtime``: a bad task environment
+  (:class:`SpecError`) prints ``Error: <message>`` and exits 2; a
+  :class:`MasterError` is retried, or stops the task with the reason.
+
+Called from Python (``tfyarn.submit``, ``tfyarn.data``, ``tfyarn.checkpoint``
+...), they reach the caller: catch :class:`TfyarnError` for all of them.
+"""
 
 from __future__ import annotations
 

@@ -1,11 +1,21 @@
 """TensorBoard logs on HDFS: write event files locally, mirror them to HDFS.
 
-TensorFlow 2.21's summary writers cannot open ``hdfs://``. :class:`LogSync`
-gives a local directory to write to and copies every new or grown file under it
-to the HDFS log directory from a background thread every ``interval`` seconds,
-plus once more on :meth:`LogSync.close`. Each copy replaces the remote file
-atomically (temporary name, rename), so a TensorBoard reading the HDFS
-directory sees a live job, always with whole files.
+:class:`LogSync` gives a local directory to write summaries to and copies every
+new or grown file under it to the HDFS log directory from a background thread
+every ``interval`` seconds, plus once more on :meth:`LogSync.close`. Each copy
+replaces the remote file atomically (temporary name, rename), so a TensorBoard
+reading the HDFS directory sees a live job, always with whole files.
+
+It copies even where tfyarn's HDFS plugin lets TensorFlow's summary writers
+open ``hdfs://`` themselves, because of how a file still being written reads.
+A summary writer keeps its event file open for the whole run; the NameNode's
+block list of an open file leaves out the block being written, and hdfs-native
+(under the plugin and the master's TensorBoard mirror) reads a file only as far
+as that list goes, where Hadoop's Java client asks a DataNode for the rest. So
+an event file written straight to HDFS reads only as far as its completed
+blocks (none below the 128 MiB default block size) until the writer closes it,
+and TensorBoard would show nothing of a live job. A script may still write summaries to ``hdfs://`` through the
+plugin when seeing them after the writer closes is enough.
 
 Examples
 --------

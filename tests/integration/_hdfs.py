@@ -36,3 +36,21 @@ def hdfs_dir() -> Iterator[str]:
         pytest.fail(f"HDFS is not reachable: {exc}")
     yield base
     fs.delete(base, recursive=True)
+
+
+#: Run a test on both ways tfyarn's helpers reach HDFS (see ``choose_route``).
+ROUTES = pytest.mark.parametrize("plugin", [True, False], ids=["plugin", "fallback"])
+
+
+def choose_route(monkeypatch: pytest.MonkeyPatch, plugin: bool) -> None:
+    """Make tfyarn's checkpoint and staging helpers take TensorFlow's way through
+    tfyarn's HDFS plugin (``plugin``) or their mirror fallback, in this process
+    and in the processes it starts: ``$TFYARN_HDFS_PLUGIN`` naming a missing
+    library means no plugin."""
+    from tfyarn import _hdfs_route, hdfs
+
+    if plugin and not hdfs.available():
+        pytest.skip("tfyarn's HDFS plugin is not built (no cargo at install)")
+    if not plugin:
+        monkeypatch.setenv(hdfs.PLUGIN_ENV, "/nonexistent/libtfyarn_hdfs.so")
+    monkeypatch.setattr(_hdfs_route, "_said", set())

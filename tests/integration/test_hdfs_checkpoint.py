@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from _hdfs import hdfs_dir
+from _hdfs import ROUTES, choose_route, hdfs_dir
 
 from tfyarn.checkpoint import CheckpointManager
 from tfyarn.data import resolve
@@ -23,8 +23,12 @@ def base() -> Iterator[str]:
     yield from hdfs_dir()
 
 
-def test_checkpoint_survives_container_loss(base: str, tmp_path) -> None:
-    remote = base + "/ckpt"
+@ROUTES
+def test_checkpoint_survives_container_loss(
+    base: str, tmp_path, monkeypatch, plugin: bool
+) -> None:
+    choose_route(monkeypatch, plugin)
+    remote = base + ("/ckpt" if plugin else "/ckpt-fallback")
     v = tf.Variable(0.0)
     step = tf.Variable(0, dtype=tf.int64)
     local = tmp_path / "container-a"
@@ -35,6 +39,7 @@ def test_checkpoint_survives_container_loss(base: str, tmp_path) -> None:
         local_dir=str(local),
         chief=True,
     )
+    assert m.mirrored is not plugin
     for i in range(1, 4):
         v.assign(i * 1.5)
         step.assign(i)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from _hdfs import hdfs_dir
+from _hdfs import ROUTES, choose_route, hdfs_dir
 
 from tfyarn.cli import main
 from tfyarn.data import (
@@ -125,7 +125,11 @@ def test_make_example_cli_and_learn(base: str, capsys) -> None:
     assert acc > 0.85, acc
 
 
-def test_stage_shard_for_ps_workers(base: str, tmp_path, monkeypatch) -> None:
+@ROUTES
+def test_stage_shard_for_ps_workers(
+    base: str, tmp_path, monkeypatch, plugin: bool
+) -> None:
+    choose_route(monkeypatch, plugin)
     write_tfrecord_shards(base + "/stage", _records(90), shards=3)
     monkeypatch.chdir(tmp_path)
     import json
@@ -136,9 +140,14 @@ def test_stage_shard_for_ps_workers(base: str, tmp_path, monkeypatch) -> None:
         json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1}}),
     )
     local = stage_shard(base + "/stage/part-*", "train")
-    assert local == [
-        os.path.join("tfyarn_data", "train", "part-00001-of-00003.tfrecord")
-    ]
+    if plugin:  # TensorFlow reads HDFS itself: nothing copied
+        assert [u.rsplit("/", 1)[-1] for u in local] == ["part-00001-of-00003.tfrecord"]
+        assert local[0].startswith("hdfs://")
+        assert not os.path.exists("tfyarn_data/train")
+    else:
+        assert local == [
+            os.path.join("tfyarn_data", "train", "part-00001-of-00003.tfrecord")
+        ]
     assert len(list(tf.data.TFRecordDataset(local))) == 30
 
 

@@ -2,7 +2,9 @@
 
 Local processes (no YARN): one ps, two workers, a coordinating chief. Python
 generators cannot feed create_per_worker_dataset (TF 2.21 puts the generator on
-the coordinator), so this is the path PS jobs use for HDFS data.
+the coordinator), so this is the path PS jobs use for disjoint shards of HDFS
+data: with tfyarn's HDFS plugin each worker lists its files and TensorFlow
+reads them from HDFS; without it (the fallback) each worker copies them first.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _hdfs import hdfs_dir
+from _hdfs import ROUTES, choose_route, hdfs_dir
 
 from tfyarn.data.writers import write_tfrecord_shards
 
@@ -36,7 +38,11 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_ps_workers_read_disjoint_staged_shards(base: str, tmp_path) -> None:
+@ROUTES
+def test_ps_workers_read_disjoint_staged_shards(
+    base: str, tmp_path, monkeypatch, plugin: bool
+) -> None:
+    choose_route(monkeypatch, plugin)  # the processes below inherit it
     write_tfrecord_shards(base + "/ps", [str(i).encode() for i in range(100)], shards=4)
     cluster = {
         "chief": [f"127.0.0.1:{_port()}"],
@@ -88,7 +94,12 @@ def test_ps_workers_read_disjoint_staged_shards(base: str, tmp_path) -> None:
     # 16 steps x 5 records, every record distinct: no worker read another's files.
     assert (int(n), int(distinct)) == (80, 80)
     for index, files in ((0, ("00000", "00002")), (1, ("00001", "00003"))):
-        staged = sorted(
-            os.listdir(tmp_path / f"worker-{index}" / "tfyarn_data" / "train")
-        )
-        assert staged == [f"part-{f}-of-00004.tfrecord" for f in files]
+        names = [f"part-{f}-of-00004.tfrecord" for f in files]
+        staged = tmp_path / f"worker-{index}" / "tfyarn_data"
+        listed = (staged / "train.files").read_text().split("\n")
+        assert [f.rsplit("/", 1)[-1] for f in listed] == names
+        if plugin:  # read from HDFS: nothing copied
+            assert all(f.startswith("hdfs://") for f in listed)
+            assert not (staged / "train").exists()
+        else:
+            assert sorted(os.listdir(staged / "train")) == names

@@ -2,6 +2,9 @@
 
 The same code drives HDFS (tests/integration/test_hdfs_checkpoint.py); here the
 remote side is a local directory, so order and pruning can be checked cheaply.
+Both routes run: TensorFlow on the directory itself (tfyarn's HDFS plugin
+installed) and the mirror fallback (no plugin), chosen by mocking
+``tfyarn.hdfs.available``.
 """
 
 from __future__ import annotations
@@ -12,9 +15,29 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
+from tfyarn import _hdfs_route, hdfs
 from tfyarn import checkpoint as ckpt_mod
 from tfyarn.data import fs as _fs
 from tfyarn.errors import HdfsError
+
+
+def _route(monkeypatch: pytest.MonkeyPatch, plugin: bool) -> None:
+    """Make tfyarn.hdfs.available() say ``plugin``; forget what was logged."""
+    monkeypatch.setattr(hdfs, "available", lambda: plugin)
+    monkeypatch.setattr(_hdfs_route, "_said", set())
+
+
+@pytest.fixture(params=[True, False], ids=["plugin", "mirror"])
+def plugin(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Each test using it runs on both routes; the value: the plugin is installed."""
+    _route(monkeypatch, request.param)
+    return bool(request.param)
+
+
+@pytest.fixture
+def mirror(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback without the plugin."""
+    _route(monkeypatch, False)
 
 
 def _ckpt(value: float) -> tuple:
@@ -23,12 +46,13 @@ def _ckpt(value: float) -> tuple:
     return tf.train.Checkpoint(v=v, step=step), v, step
 
 
-def test_save_restore_in_new_container(tmp_path) -> None:
+def test_save_restore_in_new_container(tmp_path, plugin: bool) -> None:
     remote = str(tmp_path / "remote")
     ckpt, v, step = _ckpt(1.0)
     m = ckpt_mod.CheckpointManager(
         ckpt, remote, max_to_keep=2, local_dir=str(tmp_path / "a"), chief=True
     )
+    assert m.mirrored is not plugin
     assert m.restore_or_initialize() is None
     for i in range(4):
         v.assign(float(i))
@@ -54,27 +78,30 @@ def test_save_restore_in_new_container(tmp_path) -> None:
     m2.save()
     assert m2.checkpoints == [_fs.join(remote, "ckpt-4"), _fs.join(remote, "ckpt-5")]
     assert not os.path.exists(os.path.join(remote, "ckpt-3.index"))
+    # With the plugin the working copy given is created but holds nothing.
+    assert bool(os.listdir(tmp_path / "b")) is not plugin
 
 
-def test_state_file_is_written_after_data(tmp_path, monkeypatch) -> None:
+def test_state_file_is_uploaded_after_data(tmp_path, monkeypatch, mirror) -> None:
     remote = str(tmp_path / "remote")
     ckpt, _, _ = _ckpt(1.0)
     m = ckpt_mod.CheckpointManager(
         ckpt, remote, local_dir=str(tmp_path / "a"), chief=True
     )
+    fs = m._store._fs  # type: ignore[attr-defined]
     order: list[str] = []
-    real_put = type(m._fs).put_file
+    real_put = type(fs).put_file
 
     def spy(self, local, url):  # type: ignore[no-untyped-def]
         order.append(url.rsplit("/", 1)[-1])
         return real_put(self, local, url)
 
-    monkeypatch.setattr(type(m._fs), "put_file", spy)
+    monkeypatch.setattr(type(fs), "put_file", spy)
     m.save()
     assert order == ["ckpt-1.data-00000-of-00001", "ckpt-1.index", "checkpoint"]
 
 
-def test_non_chief_does_not_write(tmp_path) -> None:
+def test_non_chief_does_not_write(tmp_path, plugin: bool) -> None:
     remote = str(tmp_path / "remote")
     os.makedirs(remote)
     ckpt, _, _ = _ckpt(1.0)
@@ -85,7 +112,7 @@ def test_non_chief_does_not_write(tmp_path) -> None:
     assert os.listdir(remote) == []
 
 
-def test_incomplete_checkpoint_is_reported(tmp_path) -> None:
+def test_incomplete_checkpoint_is_reported(tmp_path, plugin: bool) -> None:
     remote = str(tmp_path / "remote")
     ckpt, _, _ = _ckpt(1.0)
     m = ckpt_mod.CheckpointManager(
@@ -118,7 +145,7 @@ def test_is_chief(cluster, task, chief) -> None:
     assert ckpt_mod.is_chief(raw) is chief
 
 
-def test_keras_callback_saves_and_restores(tmp_path) -> None:
+def test_keras_callback_saves_and_restores(tmp_path, plugin: bool) -> None:
     import numpy as np
 
     keras = tf.keras
@@ -202,3 +229,81 @@ def test_tf1_download_refuses_incomplete_checkpoint(tmp_path) -> None:
     os.remove(os.path.join(remote, "model.ckpt-10.index"))
     with pytest.raises(HdfsError, match="incomplete"):
         ckpt_mod.download_latest(remote, str(tmp_path / "b"))
+
+
+# -- the choice of route ----------------------------------------------------------
+
+
+def test_without_the_plugin_checkpoints_are_mirrored_and_it_is_logged_once(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    _route(monkeypatch, False)
+    caplog.set_level("INFO", logger="tfyarn.checkpoint")
+    for name in ("a", "b"):
+        ckpt, _, _ = _ckpt(1.0)
+        m = ckpt_mod.CheckpointManager(ckpt, str(tmp_path / name), chief=True)
+        assert m.mirrored
+        assert m.local_dir and os.path.isdir(m.local_dir)
+    said = [m for r in caplog.records if (m := r.getMessage()).startswith("tfyarn.")]
+    assert len(said) == 1, said
+    assert "saved locally, then copied" in said[0] and "not installed" in said[0]
+
+
+def test_with_the_plugin_tensorflow_writes_the_directory_itself(
+    tmp_path, monkeypatch, caplog
+) -> None:
+    _route(monkeypatch, True)
+    caplog.set_level("INFO", logger="tfyarn.checkpoint")
+    ckpt, _, _ = _ckpt(1.0)
+    m = ckpt_mod.CheckpointManager(ckpt, str(tmp_path / "remote"), chief=True)
+    assert not m.mirrored and m.local_dir is None
+    m.save()
+    assert tf.train.latest_checkpoint(str(tmp_path / "remote")).endswith("ckpt-1")
+    said = [m for r in caplog.records if (m := r.getMessage()).startswith("tfyarn.")]
+    assert said == [
+        "tfyarn.checkpoint: TensorFlow opens hdfs:// itself through tfyarn's HDFS plugin"
+    ]
+
+
+def test_remote_url_registers_the_plugin(monkeypatch) -> None:
+    _route(monkeypatch, True)
+    calls: list[int] = []
+    monkeypatch.setattr(hdfs, "enable", lambda: calls.append(1))
+    log = ckpt_mod.log
+    assert _hdfs_route.use_plugin("hdfs://nn:8020/x", what="t", fallback="f", log=log)
+    assert calls == [1]
+    # Local paths need no registration (nor the local cluster's config).
+    assert _hdfs_route.use_plugin("/tmp/x", what="t", fallback="f", log=log)
+    assert calls == [1]
+
+
+def test_plugin_refused_by_tensorflow_falls_back_with_a_warning(
+    monkeypatch, caplog
+) -> None:
+    _route(monkeypatch, True)
+
+    def refuse() -> None:
+        raise HdfsError("TensorFlow refused the HDFS plugin /x.so: bad ABI")
+
+    monkeypatch.setattr(hdfs, "enable", refuse)
+    assert not _hdfs_route.use_plugin(
+        "hdfs:///x", what="t", fallback="copied instead", log=ckpt_mod.log
+    )
+    warned = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert [r.getMessage() for r in warned] == [
+        "t: copied instead: TensorFlow refused the HDFS plugin /x.so: bad ABI"
+    ]
+
+
+def test_unreadable_state_file_is_an_error_not_a_fresh_start(
+    tmp_path, monkeypatch
+) -> None:
+    # tf.train.get_checkpoint_state takes it for "no checkpoint": a job would
+    # start over and overwrite its checkpoints.
+    _route(monkeypatch, True)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (remote / "checkpoint").write_text("model_checkpoint_path: {{ not text format")
+    ckpt, _, _ = _ckpt(1.0)
+    with pytest.raises(HdfsError, match=r"cannot read .*checkpoint"):
+        ckpt_mod.CheckpointManager(ckpt, str(remote), chief=True)

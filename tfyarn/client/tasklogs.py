@@ -134,8 +134,9 @@ def logs(
         # from status's and kill's: ask YARN itself, which raises the same
         # "no application ... on this cluster" they do.
         status(app_id, client=client)
-        # A known job: without log aggregation (a secure cluster without
-        # libhadoop.so, issue 12) its logs are still on the NodeManagers.
+        # A known job: without log aggregation (turned off on a secure cluster
+        # without libhadoop.so, where it crashes the NodeManager) its logs are
+        # still on the NodeManagers.
         text = _from_nodes(app_id, client, exc)
     entries = split(text, master, yarn_files=yarn_files)
     if not entries:

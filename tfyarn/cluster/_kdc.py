@@ -1,6 +1,6 @@
 """A Kerberos realm of the local cluster's own: an MIT KDC on loopback.
 
-For ``tfyarn cluster start --secure`` (issue 12): one ``krb5kdc`` per cluster,
+For ``tfyarn cluster start --secure``: one ``krb5kdc`` per cluster,
 its database, configuration and keytabs under ``<base_dir>/kerberos``, never
 ``/etc/krb5.conf`` (Debian's install may create one; the host's own realm, if
 any, stays untouched). No admin server: ``kadmin.local`` writes the database

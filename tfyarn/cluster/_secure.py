@@ -1,5 +1,5 @@
 """A secure local cluster's Kerberos side: its KDC, principals, keytabs,
-keystore and the user's ticket (``tfyarn cluster start --secure``, issue 12).
+keystore and the user's ticket (``tfyarn cluster start --secure``).
 
 Everything lives under ``<base_dir>/kerberos``; the realm is the cluster's
 own (named after its KDC port, so two secure clusters never mistake each

@@ -51,7 +51,8 @@ def auth_to_local(realm: str, user: str) -> str:
 
     ``[2:$1@$0]`` turns ``nn/localhost@R`` into ``nn@R`` before the match
     (Hadoop's documented ``[2:$1@$0](.*@R)`` example matches too much or, with
-    ``$1/$2``, nothing: FIELD_NOTES). One-part ``user@R`` falls to DEFAULT.
+    ``$1/$2``, nothing: tried on Hadoop 3.4 against ``nn/localhost@R``).
+    One-part ``user@R`` falls to DEFAULT.
     """
     realm_re = re.escape(realm)
     rules = [

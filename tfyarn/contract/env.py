@@ -27,10 +27,10 @@ ATTEMPT = "TFYARN_ATTEMPT"  # which launch of this task (0 first)
 MASTER_ADDRESS = "TFYARN_MASTER_ADDRESS"  # host:port of the master's gRPC service
 RESTART = "TFYARN_RESTART"  # how many times the whole cluster was restarted
 PORT = "TFYARN_PORT"  # a port to reuse (a replaced task keeps its address when it can)
-# Secure jobs that outlive their HDFS delegation tokens: with
-# --principal/--keytab the keytab travels to the master alone, private to the
-# application, under this name, and the principal in this variable
-# (am/tokens.py), which fetches new tokens with it.
+# Long jobs on a secure cluster (longer than the HDFS delegation tokens'
+# maximum lifetime, 7 days by default): with --principal/--keytab the keytab
+# travels to the master alone, private to the application, under this name,
+# and the principal in this variable (am/tokens.py).
 KEYTAB_FILE = "tfyarn.keytab"
 KEYTAB_PRINCIPAL = "TFYARN_KEYTAB_PRINCIPAL"
 # The script's hdfs:// plugin for TensorFlow (a library path; tfyarn/hdfs.py).

@@ -3,8 +3,8 @@
 skein imports ``distutils.version`` for one version check. With setuptools
 installed, its import hook answers ``import distutils`` with setuptools' own
 copy, which imports much of setuptools: 0.06 CPU-s per process on a quiet
-machine, 0.13 s while six tasks import TensorFlow on two cores (formation
-benchmark, issue 13). Where the standard library still has distutils (Python
+machine, 0.13 s while six tasks import TensorFlow on two cores (measured
+while a 2 ps + 4 worker cluster formed). Where the standard library still has distutils (Python
 < 3.12), this loads that one instead, as Python would without the hook.
 
 Only for processes that never import setuptools themselves (it would replace

@@ -4,7 +4,7 @@ A YARN container finds its delegation tokens in the file named by
 ``HADOOP_TOKEN_FILE_LOCATION`` (Hadoop's ``Credentials`` "token storage"
 format: ``HDTS``, a version byte, then Writable-encoded tokens and secrets).
 The master reads it to learn when the job's HDFS tokens end, and both the
-master and every task rewrite it when fresh tokens arrive (issue 12), so
+master and every task rewrite it when fresh tokens arrive (``am/tokens.py``), so
 hdfs-native, which reads the file for each new NameNode connection, finds them.
 Pure Python, standard library only.
 """

@@ -22,8 +22,8 @@ function once on the coordinator and runs the graph on each worker, and its
 InputContext is always pipeline 0 of 1; Python generators do not run on the
 workers at all (measured on TF 2.21: the generator op is placed on the
 coordinator, which crashes). So for PS the shard is picked on the *worker*, by
-its own ``TF_CONFIG``, when it stages its files locally before serving; see
-:func:`tfyarn.data.stage_shard` and :func:`tfyarn.data.per_worker_dataset_fn`.
+its own ``TF_CONFIG``, before it serves; see :func:`tfyarn.data.stage_shard`
+and :func:`tfyarn.data.per_worker_dataset_fn`.
 """
 
 from __future__ import annotations

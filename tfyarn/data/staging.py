@@ -1,14 +1,22 @@
-"""Copy this task's shard of files to local disk: the ParameterServerStrategy path.
+"""Each ParameterServerStrategy worker reads its own shard of the files.
 
 Under ParameterServerStrategy the coordinator traces the dataset function once
-and every worker runs that graph; a Python generator inside it does not run on
-the workers (TF 2.21 places it on the coordinator, which crashed when we tried).
-And TensorFlow's own readers cannot open ``hdfs://``. So a PS worker, *before it
-starts its TensorFlow server*, copies its own share of the files (chosen from its
-``TF_CONFIG``) into a directory relative to its working directory; the dataset
-function the coordinator builds lists that *relative* directory, which each
-worker resolves in its own container at run time, and reads it with
-TensorFlow's native ``TFRecordDataset``.
+and every worker runs that graph, with no ``InputContext`` naming the worker;
+and a Python generator inside it does not run on the workers (TF 2.21 places
+it on the coordinator, which crashed when we tried). So a PS worker, *before it
+starts its TensorFlow server*, picks its own share of the files from its
+``TF_CONFIG`` (:func:`stage_shard`) and writes their list to a file relative to
+its working directory (its YARN container directory); the dataset function the
+coordinator builds (:func:`per_worker_dataset_fn`) reads that *relative* list,
+which each worker resolves in its own container at run time, and the files in
+it with TensorFlow's native ``TFRecordDataset``.
+
+Where tfyarn's HDFS plugin is installed (tfyarn tasks register it before the
+script's first line), the list holds the ``hdfs://`` URLs and TensorFlow reads
+HDFS itself: nothing is copied. An install made without cargo has no plugin,
+and TensorFlow alone cannot open ``hdfs://``; there each worker first copies
+its files to ``./tfyarn_data/<name>/`` (:mod:`tfyarn._mirror.shards`) and the
+list holds the copies. The first call logs which way it goes.
 
 Worker side::
 
@@ -25,22 +33,40 @@ Coordinator side::
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from typing import Any
 
-from tfyarn.data import fs as _fs
+from tfyarn import _hdfs_route
+from tfyarn._mirror.shards import copy_files
 from tfyarn.data.sharding import Shard, shard_files
+
+log = logging.getLogger(__name__)
 
 #: Relative to each worker's working directory (its YARN container directory).
 STAGE_ROOT = "tfyarn_data"
 
 
 def stage_dir(name: str) -> str:
-    """The relative directory a staged data set ``name`` lives in."""
+    """The relative directory a data set ``name``'s copies live in (without the plugin)."""
     if not name or "/" in name or name.startswith("."):
         raise ValueError(f"stage name must be a plain directory name, got {name!r}")
     return os.path.join(STAGE_ROOT, name)
+
+
+def file_list(name: str) -> str:
+    """The relative file listing what a worker reads of data set ``name``."""
+    return stage_dir(name) + ".files"
+
+
+def _write_list(path: str, files: list[str]) -> None:
+    """One file a line, replaced whole (a restarted worker rewrites it)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.write("\n".join(files))
+    os.replace(tmp, path)
 
 
 def stage_shard(
@@ -50,7 +76,10 @@ def stage_shard(
     shard: Shard | None = None,
     input_context: Any = None,
 ) -> list[str]:
-    """Copy this task's share of ``pattern`` to ``./tfyarn_data/<name>/``.
+    """Make this task's share of ``pattern`` what :func:`per_worker_dataset_fn` reads.
+
+    With tfyarn's HDFS plugin the files stay where they are; without it they
+    are copied to ``./tfyarn_data/<name>/``.
 
     Parameters
     ----------
@@ -64,18 +93,21 @@ def stage_shard(
     Returns
     -------
     list of str
-        Local paths of the staged files (keeping their names, so their order is
-        the sorted order of the originals).
+        The files to read, in sorted order: the URLs themselves with the
+        plugin, else the local copies (keeping their names). Either way
+        ``tf.data.TFRecordDataset`` opens them in this process.
     """
-    files = shard_files(pattern, shard=shard, input_context=input_context)
     target = stage_dir(name)
-    os.makedirs(target, exist_ok=True)
-    out = []
-    for url in files:
-        local = os.path.join(target, url.rstrip("/").rsplit("/", 1)[-1])
-        _fs.resolve(url).get_file(url, local)
-        out.append(local)
-    return out
+    files = shard_files(pattern, shard=shard, input_context=input_context)
+    if not _hdfs_route.use_plugin(
+        files,
+        what="tfyarn.data staging",
+        fallback="each worker copies its files to local disk",
+        log=log,
+    ):
+        files = copy_files(files, target)
+    _write_list(file_list(name), files)
+    return files
 
 
 def per_worker_dataset_fn(
@@ -89,8 +121,8 @@ def per_worker_dataset_fn(
 ) -> Callable[[], Any]:
     """A ``dataset_fn`` for ``ClusterCoordinator.create_per_worker_dataset``.
 
-    It reads the worker-local files staged by :func:`stage_shard` with
-    TensorFlow's native reader, so it runs entirely on the worker.
+    It reads the files :func:`stage_shard` chose on the worker, with
+    TensorFlow's native ops only, so it runs entirely on the worker.
 
     Parameters
     ----------
@@ -107,13 +139,13 @@ def per_worker_dataset_fn(
     repeat : bool
         Repeat forever (the usual PS pattern: the coordinator counts steps).
     """
-    pattern = os.path.join(stage_dir(name), "*")
+    listing = file_list(name)
 
     def dataset_fn() -> Any:
         import tensorflow as tf
 
-        # matching_files runs on the worker, so it sees that worker's files.
-        files = tf.io.matching_files(pattern)
+        # read_file runs on the worker, so it reads that worker's list.
+        files = tf.strings.split(tf.strings.strip(tf.io.read_file(listing)), "\n")
         ds = tf.data.TFRecordDataset(files, compression_type=compression)
         if shuffle_buffer:
             ds = ds.shuffle(shuffle_buffer)

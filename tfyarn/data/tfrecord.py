@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from tfyarn import hdfs
 from tfyarn.data import _framing, _pipeline
 from tfyarn.data import fs as _fs
 from tfyarn.data._pipeline import PipelineOptions
@@ -86,7 +87,8 @@ def tfrecord_dataset(
         Check every record's CRC32C (remote reader).
     reader : {"auto", "python", "native"}
         ``auto`` uses TensorFlow's reader for local files and tfyarn's streaming
-        reader for HDFS; ``python`` forces tfyarn's reader everywhere.
+        reader for HDFS; ``python`` forces tfyarn's reader everywhere;
+        ``native`` TensorFlow's everywhere (HDFS through tfyarn's HDFS plugin).
     options : PipelineOptions, optional
         Sharding, batching and prefetching (``tfyarn.data.PipelineOptions``).
         Each of its fields may also be given as a keyword, which overrides
@@ -127,10 +129,13 @@ def tfrecord_dataset(
     files = opts.files(pattern)
     remote = any(_fs.is_remote(f) for f in files)
     if reader == "native" and remote:
-        raise HdfsError(
-            "reader='native' cannot open hdfs:// (TensorFlow 2.21 has no HDFS "
-            "support); use reader='auto'"
-        )
+        if not hdfs.available():
+            raise HdfsError(
+                "reader='native' opens hdfs:// through tfyarn's HDFS plugin for "
+                "TensorFlow, which is not installed (it is compiled when tfyarn is "
+                "installed with cargo on PATH); use reader='auto'"
+            )
+        hdfs.enable()
     if reader == "native" or (reader == "auto" and not remote):
         comps = {_framing.normalize_compression(compression, f) for f in files}
         if len(comps) > 1:

@@ -1,9 +1,13 @@
 """One small filesystem interface over HDFS (hdfs-native) and local disk.
 
-TensorFlow 2.21 cannot open ``hdfs://`` (no plugin loads), and pyarrow's own
-HadoopFileSystem needs libhdfs from a Hadoop tarball. ``hdfs-native`` speaks the
-HDFS RPC and data-transfer protocols itself, reads ``$HADOOP_CONF_DIR`` and
-understands ``viewfs://`` mount tables, so every tfyarn data path goes through it.
+tfyarn's Python code reaches HDFS through ``hdfs-native``: it speaks the HDFS
+RPC and data-transfer protocols itself, reads ``$HADOOP_CONF_DIR`` and
+understands ``viewfs://`` mount tables, where pyarrow's own HadoopFileSystem
+needs libhdfs from a Hadoop tarball. The ``tfyarn.data`` readers and writers,
+the CLI and the master use it, and so do the checkpoint, TensorBoard and
+staging helpers in their fallback for installs without tfyarn's HDFS plugin.
+TensorFlow itself opens ``hdfs://`` only through that plugin (:mod:`tfyarn.hdfs`,
+on the same Rust client).
 
 ``resolve(url)`` returns a :class:`FileSystem` and the path inside it:
 

@@ -104,7 +104,8 @@ pub fn client_for(uri: &Uri) -> TfResult<Arc<Client>> {
 ///
 /// hdfs-native finds a token only by the exact service `ip:port` Hadoop gave
 /// it, so `hdfs://nn.example.com:8020` (or a fs.defaultFS spelled so) finds
-/// none (FIELD_NOTES, Kerberos). Same rule as `tfyarn.data.fs.hdfs.token_url`:
+/// none (tried on a secure local cluster: a NameNode named by host name
+/// found no token). Same rule as `tfyarn.data.fs.hdfs.token_url`:
 /// only with `HADOOP_TOKEN_FILE_LOCATION` set, only `hdfs://host:port`.
 pub fn token_url(uri: &Uri) -> String {
     let plain = if uri.authority.is_empty() { format!("{}:///", uri.scheme) } else { uri.prefix() };

@@ -1,9 +1,13 @@
 //! Writable files: appends are buffered, `flush` hands them to the client,
-//! `sync` makes them visible to readers (hsync), `close` completes the file.
+//! `sync` makes them durable on the DataNodes and counted in the file's listed
+//! length (hsync), `close` completes the file.
 //!
 //! What a reader sees: a file being written is under construction on the
-//! NameNode; readers see its length as of the last `sync` (or completed block)
-//! and never the bytes after it. TensorFlow's checkpoints and `checkpoint`
+//! NameNode; its listed length (stat) is as of the last `sync`, but its bytes
+//! read only as far as its completed blocks until it is closed: the NameNode's
+//! block list leaves the block being written out of the file's length, and
+//! hdfs-native (this plugin's reader too), unlike Hadoop's Java client, does
+//! not ask a DataNode for the rest. TensorFlow's checkpoints and `checkpoint`
 //! index are written to temporary names and renamed when closed, so a writer
 //! killed mid-write leaves only a temporary file, never a complete-looking one.
 
