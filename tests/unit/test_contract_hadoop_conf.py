@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn.contract import hadoop_conf
+from tfyarn.contract import hadoop_conf, local_cluster
 from tfyarn.contract.hadoop_conf import HadoopConf, HadoopConfError, NameNode
 from tfyarn.errors import ClusterError
 
@@ -240,7 +240,7 @@ def test_the_running_local_cluster_is_the_fallback(
     home = tmp_path / "cluster"
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
     monkeypatch.setenv("TFYARN_CLUSTER_HOME", str(home))
-    assert hadoop_conf.local_cluster_home() == home.resolve()
+    assert local_cluster.default_home() == home.resolve()
     assert hadoop_conf.conf_dir() is None  # never started
     proc = _fake_daemon(home, f"-Dtfyarn.cluster.home={home.resolve()}", NAMENODE)
     try:

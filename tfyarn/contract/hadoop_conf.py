@@ -32,12 +32,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
+from tfyarn.contract import local_cluster
 from tfyarn.errors import ClusterError
 
 #: The variable naming the Hadoop client configuration directory.
 CONF_DIR_ENV = "HADOOP_CONF_DIR"
-#: Where ``tfyarn cluster start`` keeps its cluster (else the XDG data home).
-LOCAL_CLUSTER_HOME_ENV = "TFYARN_CLUSTER_HOME"
 
 CORE_SITE = "core-site.xml"
 HDFS_SITE = "hdfs-site.xml"
@@ -45,8 +44,6 @@ YARN_SITE = "yarn-site.xml"
 #: The site files a YARN client needs: core-site.xml names HDFS
 #: (fs.defaultFS), yarn-site.xml the ResourceManager.
 CLIENT_SITES = (CORE_SITE, YARN_SITE)
-
-_NAMENODE = b"org.apache.hadoop.hdfs.server.namenode.NameNode"  # its main class
 
 #: yarn-default.xml's port of ``yarn.resourcemanager.address``.
 RM_PORT = 8032
@@ -66,38 +63,18 @@ class NameNode(NamedTuple):
 # -- which directory ----------------------------------------------------------
 
 
-def local_cluster_home() -> Path:
-    """Where the local cluster of ``tfyarn cluster start`` lives.
-
-    ``$TFYARN_CLUSTER_HOME`` if set, else ``$XDG_DATA_HOME/tfyarn/cluster``
-    (``~/.local/share/tfyarn/cluster``).
-    """
-    explicit = os.environ.get(LOCAL_CLUSTER_HOME_ENV)
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local/share")
-    return (Path(data_home).expanduser() / "tfyarn" / "cluster").resolve()
-
-
 def local_cluster_conf_dir(home: Path | None = None) -> Path | None:
     """The local cluster's configuration directory while its NameNode runs, else None.
 
-    ``hdfs:///`` needs the NameNode alone. It runs when its pid file
-    (``run/namenode.pid``) names a live NameNode started for this cluster home:
-    the daemons carry ``-Dtfyarn.cluster.home=<home>`` on their command line,
-    so a reused pid is not taken for it.
+    ``hdfs:///`` needs the NameNode alone. Where the cluster lives (``home``,
+    by default :func:`tfyarn.contract.local_cluster.default_home`) and whether
+    its NameNode runs are :mod:`tfyarn.contract.local_cluster`'s to say.
     """
-    home = home or local_cluster_home()
-    try:
-        pid = int((home / "run" / "namenode.pid").read_text().strip())
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-    except (OSError, ValueError):
+    home = home or local_cluster.default_home()
+    namenode = local_cluster.NAMENODE_MAIN_CLASS
+    if local_cluster.running_pid(home, "namenode", namenode) is None:
         return None
-    ours = f"-Dtfyarn.cluster.home={home}".encode() in args and _NAMENODE in args
-    if not ours or not state or state[0] in ("Z", "X"):  # a zombie runs no more
-        return None
-    return home / "conf"
+    return local_cluster.conf_dir(home)
 
 
 def conf_dir() -> Path | None:
