@@ -9,7 +9,8 @@ Which directory (:func:`conf_dir`): ``$HADOOP_CONF_DIR`` if set, else the
 configuration of the local cluster ``tfyarn cluster start`` runs, while it runs.
 
 Each site file is parsed once per version (its path, modification time, size
-and inode), so asking again is a dictionary lookup. A missing file reads as
+and inode), so asking again is a dictionary lookup; a file changed in the last
+two seconds is parsed each time until it has settled. A missing file reads as
 empty, as Hadoop reads it; one that is not XML raises :class:`HadoopConfError`
 naming it. Within a file the last definition of a property wins, unless an
 earlier one is marked ``<final>true</final>``, as in Hadoop.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -185,6 +187,10 @@ _SiteKey = tuple[int, int, int]  # (mtime_ns, size, inode): one version of a fil
 _sites: dict[str, tuple[_SiteKey, Mapping[str, str]]] = {}
 _sites_lock = threading.Lock()
 _MAX_SITES = 64  # a process reads one or two directories; tests make many
+# A file's clock ticks coarsely (a jiffy on ext4 with older kernels, 2 s on
+# FAT), so a rewrite of the same size within one tick keeps its whole version
+# key: a file changed this recently is not cached until it has settled.
+_SETTLE_NS = 2_000_000_000
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -232,7 +238,10 @@ def _read_site(name: str, origin: str) -> Mapping[str, str]:
         cached = _sites.get(name)
     if cached is not None and cached[0] == key:
         return cached[1]
+    settled = time.time_ns() - stat.st_mtime_ns > _SETTLE_NS
     values = MappingProxyType(_parse(name, origin))
+    if not settled:
+        return values
     with _sites_lock:
         _sites.pop(name, None)
         _sites[name] = (key, values)
