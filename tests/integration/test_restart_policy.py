@@ -14,13 +14,14 @@ import os
 import re
 import time
 import urllib.request
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _faults import kill_task
 from helpers import running_job
+
+from tfyarn.contract.hadoop_conf import HadoopConf
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
@@ -40,11 +41,8 @@ ERROR = "ValueError: invalid literal for int() with base 10: 'ten'"
 
 def rm_address() -> str:
     """The ResourceManager's web address, from the cluster's yarn-site.xml."""
-    conf = Path(os.environ["HADOOP_CONF_DIR"]) / "yarn-site.xml"
-    for prop in ET.parse(conf).getroot().iter("property"):
-        if prop.findtext("name") == "yarn.resourcemanager.webapp.address":
-            return str(prop.findtext("value"))
-    return "127.0.0.1:8088"  # YARN's default
+    yarn = HadoopConf(os.environ["HADOOP_CONF_DIR"]).yarn
+    return yarn.get("yarn.resourcemanager.webapp.address", "127.0.0.1:8088")
 
 
 def app_attempts(app_id: str) -> list[dict[str, Any]]:
