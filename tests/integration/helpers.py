@@ -8,13 +8,13 @@ import re
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tfyarn import client
+from tfyarn.contract.hadoop_conf import HadoopConf
 from tfyarn.errors import JobFailedError, TfyarnError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,8 +143,5 @@ def run_cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str
 
 def rm_address() -> str:
     """The ResourceManager's web address, from the cluster's yarn-site.xml."""
-    conf = Path(os.environ["HADOOP_CONF_DIR"]) / "yarn-site.xml"
-    for prop in ET.parse(conf).getroot().iter("property"):
-        if prop.findtext("name") == "yarn.resourcemanager.webapp.address":
-            return str(prop.findtext("value"))
-    return "127.0.0.1:8088"  # YARN's default
+    yarn = HadoopConf(os.environ["HADOOP_CONF_DIR"]).yarn
+    return yarn.get("yarn.resourcemanager.webapp.address", "127.0.0.1:8088")

@@ -24,7 +24,7 @@ from _fake_yarn import APP_ID, FakeYarn, Report
 import tfyarn
 from tfyarn.client import connection, hadoop_conf, jobs, narrator, preflight, tasklogs
 from tfyarn.contract.exit_codes import exit_codes, explain_diagnostics, explain_exit
-from tfyarn.contract.hadoop_conf import check_conf_dir
+from tfyarn.contract.hadoop_conf import check_conf_dir, read_site
 from tfyarn.contract.status import TaskState, TaskStatus
 from tfyarn.errors import ClusterError, JobFailedError, SpecError, TfyarnError
 
@@ -45,10 +45,8 @@ def site(path: Path, **props: str) -> Path:
 
 
 def props(path: Path) -> dict[str, str]:
-    return {
-        p.findtext("name") or "": p.findtext("value") or ""
-        for p in ET.parse(path).getroot().iter("property")
-    }
+    """What Hadoop reads from one site file."""
+    return dict(read_site(path))
 
 
 @pytest.fixture

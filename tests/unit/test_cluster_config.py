@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from tfyarn.cluster._render import (
 )
 from tfyarn.cluster._settings import PORTS, load_settings, save_settings
 from tfyarn.cluster.cli import parse_memory
+from tfyarn.contract import hadoop_conf
 from tfyarn.errors import ClusterError
 
 FAKE_JAVA = """#!/bin/sh
@@ -35,11 +35,8 @@ for arg in "$@"; do echo "$arg"; done
 
 
 def properties(path: Path) -> dict[str, str]:
-    root = ET.parse(path).getroot()
-    return {
-        prop.findtext("name", ""): prop.findtext("value", "")
-        for prop in root.iter("property")
-    }
+    """What Hadoop reads from one rendered configuration file."""
+    return dict(hadoop_conf.read_site(path))
 
 
 @pytest.fixture
@@ -144,7 +141,7 @@ def test_every_template_renders_to_well_formed_config(
         text = (conf / name).read_text()
         assert "{{" not in text, name
         if name.endswith(".xml"):
-            ET.parse(conf / name)  # raises on malformed XML ("--" in comments...)
+            properties(conf / name)  # raises on malformed XML ("--" in comments...)
 
 
 def test_rendered_config_carries_what_a_one_node_cluster_needs(

@@ -4,7 +4,6 @@ per-host configuration, daemon instances, the CLI. No root, no ``ip`` needed."""
 from __future__ import annotations
 
 import ipaddress
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -12,12 +11,13 @@ import pytest
 from tfyarn.cluster import ClusterSettings, LocalCluster, _netns
 from tfyarn.cluster._render import write_config
 from tfyarn.cluster.local import instances
+from tfyarn.contract import hadoop_conf
 from tfyarn.errors import ClusterError
 
 
 def properties(path: Path) -> dict[str, str]:
-    root = ET.parse(path).getroot()
-    return {p.findtext("name", ""): p.findtext("value", "") for p in root}
+    """What Hadoop reads from one rendered configuration file."""
+    return dict(hadoop_conf.read_site(path))
 
 
 def test_names_fit_linux_limits_and_differ_between_clusters() -> None:

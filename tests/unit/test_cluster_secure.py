@@ -21,18 +21,18 @@ from tfyarn.cluster._secure_conf import (
 )
 from tfyarn.cluster._settings import load_settings, save_settings
 from tfyarn.cluster.cli import _requested_settings, _status_dict, add_commands
+from tfyarn.contract import hadoop_conf
 from tfyarn.errors import ClusterError
 
 SECURE = ClusterSettings(secure=True, port_offset=500, token_lifetime_s=120)
 
 
 def properties(path: Path) -> dict[str, str]:
+    """What Hadoop reads from one written configuration file, which sets each
+    property once (the file's form, which reading it cannot show)."""
     names = [p.findtext("name", "") for p in ET.parse(path).getroot().iter("property")]
     assert len(names) == len(set(names)), f"a property set twice in {path.name}"
-    return {
-        p.findtext("name", ""): p.findtext("value", "")
-        for p in ET.parse(path).getroot().iter("property")
-    }
+    return dict(hadoop_conf.read_site(path))
 
 
 @pytest.fixture

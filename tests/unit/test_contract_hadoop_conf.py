@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn.contract import hadoop_conf
+from tfyarn.contract import hadoop_conf, local_cluster
 from tfyarn.contract.hadoop_conf import HadoopConf, HadoopConfError, NameNode
 from tfyarn.errors import ClusterError
 
@@ -147,6 +147,8 @@ def test_each_file_is_parsed_once_per_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     core = site(tmp_path / "core-site.xml", ("fs.defaultFS", "hdfs://a:1"))
+    an_hour_ago = time.time_ns() - 3600 * 10**9
+    os.utime(core, ns=(an_hour_ago, an_hour_ago))  # settled
     parsed: list[str] = []
     parse = hadoop_conf._parse
 
@@ -165,6 +167,19 @@ def test_each_file_is_parsed_once_per_version(
     assert len(parsed) == 2
     with pytest.raises(TypeError):
         first["fs.defaultFS"] = "x"  # type: ignore[index]  # shared: read-only
+
+
+def test_a_file_rewritten_within_one_tick_of_its_clock_is_read_again(
+    tmp_path: Path,
+) -> None:
+    # A coarse file clock gives the rewrite the same modification time, and it
+    # has the same size and inode: only its freshness tells it may have changed.
+    core = site(tmp_path / "core-site.xml", ("fs.defaultFS", "hdfs://a:1"))
+    tick = os.stat(core).st_mtime_ns
+    assert HadoopConf(tmp_path).default_fs == "hdfs://a:1"
+    site(core, ("fs.defaultFS", "hdfs://b:1"))
+    os.utime(core, ns=(tick, tick))
+    assert HadoopConf(tmp_path).default_fs == "hdfs://b:1"
 
 
 def test_a_missing_directory_reads_as_empty_but_is_refused_when_required(
@@ -240,7 +255,7 @@ def test_the_running_local_cluster_is_the_fallback(
     home = tmp_path / "cluster"
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
     monkeypatch.setenv("TFYARN_CLUSTER_HOME", str(home))
-    assert hadoop_conf.local_cluster_home() == home.resolve()
+    assert local_cluster.default_home() == home.resolve()
     assert hadoop_conf.conf_dir() is None  # never started
     proc = _fake_daemon(home, f"-Dtfyarn.cluster.home={home.resolve()}", NAMENODE)
     try:

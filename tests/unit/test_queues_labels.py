@@ -4,7 +4,6 @@ configuration, the job's labels, and the client's refusals before submission."""
 from __future__ import annotations
 
 import argparse
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -19,15 +18,14 @@ from tfyarn.cluster import ClusterSettings
 from tfyarn.cluster import _scheduler as scheduler
 from tfyarn.cluster._render import write_config
 from tfyarn.cluster.cli import add_commands
+from tfyarn.contract import hadoop_conf
 from tfyarn.errors import ClusterError, SpecError
 from tfyarn.spec import JobSpec, Role, TaskGroup
 
 
 def properties(path: Path) -> dict[str, str]:
-    root = ET.parse(path).getroot()
-    return {
-        p.findtext("name", ""): p.findtext("value", "") for p in root.iter("property")
-    }
+    """What Hadoop reads from one rendered configuration file."""
+    return dict(hadoop_conf.read_site(path))
 
 
 def test_default_cluster_has_one_queue_and_no_labels(tmp_path: Path) -> None:

@@ -23,28 +23,14 @@ import os
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
 from pathlib import Path
 
-from tfyarn.contract import hadoop_conf as _conf
 from tfyarn.errors import ClusterError
 
 # Seconds before a YARN call to an unreachable ResourceManager gives up;
 # TFYARN_YARN_TIMEOUT overrides it.
 DEFAULT_YARN_TIMEOUT = 20.0
 TIMEOUT_ENV = "TFYARN_YARN_TIMEOUT"
-
-
-def read_properties(path: str | os.PathLike[str]) -> Mapping[str, str]:
-    """name -> value of a Hadoop ``*-site.xml`` (empty if missing); see
-    :func:`tfyarn.contract.hadoop_conf.read_site`.
-
-    Raises
-    ------
-    ClusterError
-        The file exists but is not readable XML.
-    """
-    return _conf.read_site(path)
 
 
 def yarn_timeout() -> float:

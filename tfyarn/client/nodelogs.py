@@ -27,7 +27,7 @@ from typing import Any
 
 from tfyarn.client import nmweb
 from tfyarn.client.connection import yarn_errors
-from tfyarn.client.hadoop_conf import read_properties
+from tfyarn.contract.hadoop_conf import CONF_DIR_ENV, HadoopConf
 
 _STARTING = re.compile(r"\bStarting (container_\w+)")
 # skein's Java AM writes this; the master (`python -m am`) writes application.driver.log.
@@ -135,12 +135,10 @@ def read_log(
 
 def log_dirs() -> list[Path]:
     """The NodeManagers' ``yarn.nodemanager.log-dirs`` per the client's config."""
-    conf = os.environ.get("HADOOP_CONF_DIR")
+    conf = os.environ.get(CONF_DIR_ENV)
     if not conf:
         return []
-    value = read_properties(Path(conf) / "yarn-site.xml").get(
-        "yarn.nodemanager.log-dirs", ""
-    )
+    value = HadoopConf(conf).yarn.get("yarn.nodemanager.log-dirs", "")
     return [Path(d.strip().removeprefix("file://")) for d in value.split(",") if d]
 
 

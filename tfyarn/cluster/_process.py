@@ -2,6 +2,8 @@
 
 A daemon is ours when its pid file names a live process whose command line
 carries ``-Dtfyarn.cluster.home=<base_dir>``; a recycled pid never matches.
+Those rules are :mod:`tfyarn.contract.local_cluster`'s, which the Hadoop
+configuration reader shares to find the running NameNode.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from tfyarn.cluster._settings import PORTS
+from tfyarn.contract import local_cluster
+from tfyarn.contract.local_cluster import home_marker, pid_file
 from tfyarn.errors import ClusterError
 
 
@@ -36,7 +40,7 @@ class Daemon:
 DAEMONS = (
     Daemon(
         "namenode",
-        "org.apache.hadoop.hdfs.server.namenode.NameNode",
+        local_cluster.NAMENODE_MAIN_CLASS,
         "384m",
         "NameNode",
     ),
@@ -66,20 +70,12 @@ DAEMONS_BY_NAME = {d.name: d for d in DAEMONS}
 DAEMON_JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k")
 
 
-def home_marker(base_dir: Path) -> str:
-    return f"-Dtfyarn.cluster.home={base_dir}"
-
-
 def log_file(base_dir: Path, name: str) -> Path:
     return base_dir / "logs" / f"{name}.log"
 
 
 def out_file(base_dir: Path, name: str) -> Path:
     return base_dir / "logs" / f"{name}.out"
-
-
-def pid_file(base_dir: Path, name: str) -> Path:
-    return base_dir / "run" / f"{name}.pid"
 
 
 def java_command(
@@ -142,38 +138,10 @@ def spawn(
     return proc
 
 
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X")
-
-
-def is_ours(pid: int, base_dir: Path, main_class: str | None = None) -> bool:
-    """Whether ``pid`` is alive and a JVM this cluster started."""
-    cmd = _cmdline(pid)
-    if not cmd or _is_zombie(pid) or home_marker(base_dir) not in cmd:
-        return False
-    return main_class is None or main_class in cmd
-
-
 def running_pid(base_dir: Path, daemon: Daemon, key: str | None = None) -> int | None:
     """The daemon's pid if it is running, else None. ``key`` names its pid file
     when it is not the daemon's name (a host's ``nodemanager-node2``)."""
-    try:
-        pid = int(pid_file(base_dir, key or daemon.name).read_text().strip())
-    except (OSError, ValueError):
-        return None
-    return pid if is_ours(pid, base_dir, daemon.main_class) else None
+    return local_cluster.running_pid(base_dir, key or daemon.name, daemon.main_class)
 
 
 def _signal(pid: int, sig: int) -> None:
@@ -195,7 +163,7 @@ def _reap(pid: int) -> None:
 def is_gone(pid: int) -> bool:
     """Whether ``pid`` has exited (reaping it if it is our child)."""
     _reap(pid)
-    return not Path(f"/proc/{pid}").exists() or _is_zombie(pid)
+    return local_cluster.is_dead(pid)
 
 
 def terminate(pids: Iterable[int], *, grace: float = 20.0) -> list[int]:
@@ -231,9 +199,9 @@ def strays(base_dir: Path, exclude: Iterable[int] = ()) -> list[int]:
         if not entry.name.isdigit():
             continue
         pid = int(entry.name)
-        if pid in skip or _is_zombie(pid):
+        if pid in skip or local_cluster.is_dead(pid):
             continue
-        if marker in _cmdline(pid):
+        if marker in local_cluster.command_line(pid):
             found.append(pid)
             continue
         try:
@@ -287,7 +255,7 @@ def port_owner(port: int) -> str:
             except OSError:
                 continue
             if target.startswith("socket:[") and target[8:-1] in inodes:
-                cmd = " ".join(_cmdline(int(entry.name)))[:120]
+                cmd = " ".join(local_cluster.command_line(int(entry.name)))[:120]
                 return f"pid {entry.name} ({cmd})"
     return "another process"
 

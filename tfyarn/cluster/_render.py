@@ -15,6 +15,7 @@ from pathlib import Path
 from tfyarn import _paths
 from tfyarn.cluster import _scheduler
 from tfyarn.cluster._settings import ClusterSettings
+from tfyarn.contract import local_cluster
 from tfyarn.errors import ClusterError
 
 TEMPLATES = (
@@ -69,7 +70,7 @@ def template_values(
         "master_address": master_address,
         "node_host": node_host,
         "node_address": node_address,
-        "conf_dir": base_dir / "conf",
+        "conf_dir": local_cluster.conf_dir(base_dir),
         "lib_dir": lib_dir,
         "user": getpass.getuser(),
         "memory_mb": settings.memory_mb,
@@ -108,7 +109,7 @@ def write_config(
 ) -> Path:
     """Render every template into ``conf`` (default ``<base_dir>/conf``); ``where``
     are ``template_values``' host keywords. Returns the directory."""
-    conf = conf or base_dir / "conf"
+    conf = conf or local_cluster.conf_dir(base_dir)
     conf.mkdir(parents=True, exist_ok=True)
     values = template_values(
         settings,
@@ -219,7 +220,7 @@ def write_wrappers(
                 name,
                 commands,
                 java_home=java_home,
-                conf_dir=base_dir / "conf",
+                conf_dir=local_cluster.conf_dir(base_dir),
                 lib_dir=lib_dir,
                 jvm_flags=[*CLI_JVM_FLAGS, *module_flags],
             )

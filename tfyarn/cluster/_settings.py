@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tfyarn.cluster import _scheduler
+from tfyarn.contract import local_cluster
 from tfyarn.errors import ClusterError
 
 # Hadoop's usual ports, so the web UIs are where a Hadoop user looks for them.
@@ -35,17 +35,10 @@ SETTINGS_FILE = "cluster.json"
 MIN_TOKEN_LIFETIME_S = 20
 
 
-def default_base_dir() -> Path:
-    """Where the cluster lives unless told otherwise.
-
-    ``$TFYARN_CLUSTER_HOME`` if set, else ``$XDG_DATA_HOME/tfyarn/cluster``
-    (``~/.local/share/tfyarn/cluster``).
-    """
-    explicit = os.environ.get("TFYARN_CLUSTER_HOME")
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local/share")
-    return (Path(data_home).expanduser() / "tfyarn" / "cluster").resolve()
+#: Where the cluster lives unless told otherwise: ``$TFYARN_CLUSTER_HOME``,
+#: else ``$XDG_DATA_HOME/tfyarn/cluster``. The contract says it, because the
+#: Hadoop configuration reader looks for the running cluster there too.
+default_base_dir = local_cluster.default_home
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -19,6 +19,9 @@ gRPC contract in ``proto/`` (generated code in ``tfyarn._proto``):
 - :mod:`~tfyarn.contract.hadoop_conf`: the Hadoop configuration directory and
   what its site files say (``fs.defaultFS``, name services, ResourceManagers,
   Kerberos);
+- :mod:`~tfyarn.contract.local_cluster`: where ``tfyarn cluster start``'s cluster
+  lives and whether its daemons run (the cluster package and the configuration
+  reader both ask it);
 - :mod:`~tfyarn.contract.ticket`: whether this process holds a Kerberos ticket.
 
 ``am/`` imports only this package, ``tfyarn.spec``, ``tfyarn.errors`` and the

@@ -9,7 +9,8 @@ Which directory (:func:`conf_dir`): ``$HADOOP_CONF_DIR`` if set, else the
 configuration of the local cluster ``tfyarn cluster start`` runs, while it runs.
 
 Each site file is parsed once per version (its path, modification time, size
-and inode), so asking again is a dictionary lookup. A missing file reads as
+and inode), so asking again is a dictionary lookup; a file changed in the last
+two seconds is parsed each time until it has settled. A missing file reads as
 empty, as Hadoop reads it; one that is not XML raises :class:`HadoopConfError`
 naming it. Within a file the last definition of a property wins, unless an
 earlier one is marked ``<final>true</final>``, as in Hadoop.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,12 +34,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import NamedTuple
 
+from tfyarn.contract import local_cluster
 from tfyarn.errors import ClusterError
 
 #: The variable naming the Hadoop client configuration directory.
 CONF_DIR_ENV = "HADOOP_CONF_DIR"
-#: Where ``tfyarn cluster start`` keeps its cluster (else the XDG data home).
-LOCAL_CLUSTER_HOME_ENV = "TFYARN_CLUSTER_HOME"
 
 CORE_SITE = "core-site.xml"
 HDFS_SITE = "hdfs-site.xml"
@@ -45,8 +46,6 @@ YARN_SITE = "yarn-site.xml"
 #: The site files a YARN client needs: core-site.xml names HDFS
 #: (fs.defaultFS), yarn-site.xml the ResourceManager.
 CLIENT_SITES = (CORE_SITE, YARN_SITE)
-
-_NAMENODE = b"org.apache.hadoop.hdfs.server.namenode.NameNode"  # its main class
 
 #: yarn-default.xml's port of ``yarn.resourcemanager.address``.
 RM_PORT = 8032
@@ -66,38 +65,18 @@ class NameNode(NamedTuple):
 # -- which directory ----------------------------------------------------------
 
 
-def local_cluster_home() -> Path:
-    """Where the local cluster of ``tfyarn cluster start`` lives.
-
-    ``$TFYARN_CLUSTER_HOME`` if set, else ``$XDG_DATA_HOME/tfyarn/cluster``
-    (``~/.local/share/tfyarn/cluster``).
-    """
-    explicit = os.environ.get(LOCAL_CLUSTER_HOME_ENV)
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local/share")
-    return (Path(data_home).expanduser() / "tfyarn" / "cluster").resolve()
-
-
 def local_cluster_conf_dir(home: Path | None = None) -> Path | None:
     """The local cluster's configuration directory while its NameNode runs, else None.
 
-    ``hdfs:///`` needs the NameNode alone. It runs when its pid file
-    (``run/namenode.pid``) names a live NameNode started for this cluster home:
-    the daemons carry ``-Dtfyarn.cluster.home=<home>`` on their command line,
-    so a reused pid is not taken for it.
+    ``hdfs:///`` needs the NameNode alone. Where the cluster lives (``home``,
+    by default :func:`tfyarn.contract.local_cluster.default_home`) and whether
+    its NameNode runs are :mod:`tfyarn.contract.local_cluster`'s to say.
     """
-    home = home or local_cluster_home()
-    try:
-        pid = int((home / "run" / "namenode.pid").read_text().strip())
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-    except (OSError, ValueError):
+    home = home or local_cluster.default_home()
+    namenode = local_cluster.NAMENODE_MAIN_CLASS
+    if local_cluster.running_pid(home, "namenode", namenode) is None:
         return None
-    ours = f"-Dtfyarn.cluster.home={home}".encode() in args and _NAMENODE in args
-    if not ours or not state or state[0] in ("Z", "X"):  # a zombie runs no more
-        return None
-    return home / "conf"
+    return local_cluster.conf_dir(home)
 
 
 def conf_dir() -> Path | None:
@@ -208,6 +187,10 @@ _SiteKey = tuple[int, int, int]  # (mtime_ns, size, inode): one version of a fil
 _sites: dict[str, tuple[_SiteKey, Mapping[str, str]]] = {}
 _sites_lock = threading.Lock()
 _MAX_SITES = 64  # a process reads one or two directories; tests make many
+# A file's clock ticks coarsely (a jiffy on ext4 with older kernels, 2 s on
+# FAT), so a rewrite of the same size within one tick keeps its whole version
+# key: a file changed this recently is not cached until it has settled.
+_SETTLE_NS = 2_000_000_000
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -255,7 +238,10 @@ def _read_site(name: str, origin: str) -> Mapping[str, str]:
         cached = _sites.get(name)
     if cached is not None and cached[0] == key:
         return cached[1]
+    settled = time.time_ns() - stat.st_mtime_ns > _SETTLE_NS
     values = MappingProxyType(_parse(name, origin))
+    if not settled:
+        return values
     with _sites_lock:
         _sites.pop(name, None)
         _sites[name] = (key, values)
