@@ -1,4 +1,4 @@
-"""restart_policy and retry_exit_codes (issue 13): defaults, checks, round trips."""
+"""restart_policy and retry_exit_codes: defaults, checks, round trips."""
 
 from __future__ import annotations
 
