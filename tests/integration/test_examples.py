@@ -130,15 +130,24 @@ def test_ps_strategy_with_coordinating_chief(yarn: Any, digits: str, base: str) 
 
 
 def test_multi_worker_mirrored(yarn: Any, digits: str, base: str) -> None:
+    """Two all-reduce workers read their shards from HDFS and resume there.
+
+    The second job's containers are new: it can only continue from the
+    checkpoint the first job left on HDFS (its state file and data files).
+    """
+    checkpoints = base + "/mwms"
     _train_and_resume(
         yarn,
         "mwms_keras.py",
-        _common(digits, base + "/mwms"),
+        _common(digits, checkpoints),
         "worker:0",
         targets=(150, 250),
         peers=("worker:1",),
         num_worker=2,
     )
+    names = {i.url.rsplit("/", 1)[-1] for i in resolve(checkpoints).ls(checkpoints)}
+    # --checkpoint_every 50 and max_to_keep=2: the last two of the second run.
+    assert {"checkpoint", "ckpt-4.index", "ckpt-5.index"} <= names, names
 
 
 def test_tf1_async_with_legacy_flags(yarn: Any, digits: str, base: str) -> None:
