@@ -52,6 +52,15 @@ _YARN: dict[int, str] = {
     -1000: "YARN reported no valid exit status",
 }
 
+# The master's entry exits with it when its Python lacks modules the master
+# needs (am/dependencies.py: EXIT_MISSING_MODULES, sysexits.h's EX_CONFIG).
+MASTER_LACKS_MODULES = 78
+_TFYARN: dict[int, str] = {
+    MASTER_LACKS_MODULES: "exited with EX_CONFIG (78), a configuration error; "
+    "tfyarn's master exits so when its Python lacks modules it needs (--python "
+    "naming an interpreter without tfyarn installed): its log names them",
+}
+
 _SHELL: dict[int, str] = {
     126: "the command was found but is not executable (permission denied, or "
     "not a program for this machine)",
@@ -256,6 +265,8 @@ def explain_exit(code: int | None) -> str:
         return _YARN[code]
     if code in _SHELL:
         return _SHELL[code]
+    if code in _TFYARN:
+        return _TFYARN[code]
     if 128 < code < 128 + 65:
         return _signal_words(code - 128)
     if -65 < code < 0:
