@@ -8,9 +8,10 @@ the job ends, then end the application with its final status.
 
 Its first step, before any other import, is am/dependencies.py: an interpreter
 without tfyarn's dependencies ends the application with a diagnostic naming
-them. So this file keeps to syntax any Python 3 compiles up to that point,
-and has no ``from __future__ import annotations`` (a syntax error before
-Python 3.7, which would come before the check could speak).
+them. Python compiles this whole file before that check runs, so the file
+keeps to syntax Python 3.6 compiles and has no ``from __future__ import
+annotations`` (a syntax error before Python 3.7): a node's old python3 gets
+the diagnostic, not a SyntaxError.
 """
 
 from am.dependencies import require
