@@ -5,9 +5,19 @@ skein starts this next to its Java AM (the Master's script) with the job in
 address in the kv store (``tfyarn.master``), take the declared containers (the
 job's initial tasks; later ones it adds itself), reconcile until
 the job ends, then end the application with its final status.
+
+Its first step, before any other import, is am/dependencies.py: an interpreter
+without tfyarn's dependencies ends the application with a diagnostic naming
+them. Python compiles this whole file before that check runs, so the file
+keeps to syntax Python 3.6 compiles and has no ``from __future__ import
+annotations`` (a syntax error before Python 3.7): a node's old python3 gets
+the diagnostic, not a SyntaxError.
 """
 
-from __future__ import annotations
+from am.dependencies import require
+
+if __name__ == "__main__":
+    require()
 
 import asyncio
 import gc

@@ -19,8 +19,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from tfyarn.contract import jvm
-
 JAVA_SOURCE = Path(__file__).with_name("Unregister.java")
 # The source launcher compiles Unregister.java, then YARN's client connects:
 # a few seconds on a busy machine, bounded here.
@@ -57,7 +55,17 @@ def jvm_classpath(pid: int | None = None, *, depth: int = 3) -> str:
 def java_command(classpath: str, source: Path = JAVA_SOURCE) -> list[str]:
     java_home = os.environ.get("JAVA_HOME", "")
     java = str(Path(java_home, "bin", "java")) if java_home else "java"
-    return [java, "-Xmx128m", *jvm.LIGHT_FLAGS, "-cp", classpath, str(source)]
+    return [java, "-Xmx128m", *_light_flags(), "-cp", classpath, str(source)]
+
+
+def _light_flags() -> tuple[str, ...]:
+    # Imported here: am/dependencies.py unregisters through this module from
+    # a Python that may lack tfyarn itself, where the JVM just starts slower.
+    try:
+        from tfyarn.contract import jvm
+    except ImportError:
+        return ()
+    return jvm.LIGHT_FLAGS
 
 
 def unregister(status: str, diagnostics: str, *, timeout: float = TIMEOUT) -> None:

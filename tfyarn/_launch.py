@@ -11,9 +11,13 @@ any code layers, such as the sources of editable installs, into ``./env-1``,
 The check that the node can run the shipped Python lives in the shell command
 itself: when Python cannot start there is no Python runtime to report it. A
 venv-pack archive's ``bin/python`` is a symlink to its base interpreter, which
-must exist on the node at the same path; the command names the node and the
-missing interpreter and exits 127, and YARN puts that line into the
-container's diagnostics, which the master and the client show.
+must exist on the node at the same path, reachable by the container's user;
+the command names the node and the missing (or unreachable) interpreter and
+exits 127, and YARN puts that line into the container's diagnostics, which
+the master and the client show. Where the NodeManager logs container debug
+info, YARN's launch script lists the container's files first and stops at a
+link it cannot follow (``find: './env/bin/python3': Permission denied``, exit
+1): :mod:`tfyarn.contract.localization` explains that line in the same words.
 
 A ``.pex`` is localized as a file (``./env.pex``) and run the way pex runs a
 ``--venv`` pex (:func:`pex_launch_script`): the first container on a node has
@@ -108,24 +112,50 @@ class Interpreter:
 def launch_script(module: str, *, pythonpath: tuple[str, ...], origin: str) -> str:
     """Check the unpacked environment can run here, then exec its Python.
 
-    ``bin/python`` that does not resolve is either missing from the archive or
-    a venv's link to a base interpreter this node lacks: both are named, with
-    the node, before anything else runs.
+    ``bin/python`` that does not resolve is missing from the archive, or a
+    venv's link to a base interpreter this node lacks, or one under a
+    directory the container's user cannot enter: each is named, with the
+    node, before anything else runs.
     """
     what = _echoable(origin)
+    venv_needs = (
+        "A virtualenv archive needs the same Python at the same path on every"
+        " node, readable and executable by the job's user"
+    )
     lines = [
         f'py="$PWD/{ENV_DIR}/bin/python"',
         'node="${NM_HOST:-$(hostname)}"',
         'if [ ! -x "$py" ]; then',
         '  if [ -L "$py" ]; then',
         '    base="$(readlink -m "$py")"',
+        # The deepest directory on the way that this user can see: one it
+        # cannot enter hides the interpreter without its being missing.
+        '    dir="$(dirname "$base")"',
+        '    while [ "$dir" != / ] && [ ! -e "$dir" ]; do dir="$(dirname "$dir")"; done',
+        '    if [ "$dir" != / ] && [ -d "$dir" ] && [ ! -x "$dir" ]; then',
         (
-            f'    echo "tfyarn: node $node cannot run the shipped Python ({what}):'
-            " its bin/python links to the base interpreter $base, which this node"
-            " does not have. A virtualenv archive needs the same Python at the same"
-            " path on every node: install it there, or ship a conda environment"
+            f'      echo "tfyarn: node $node cannot run the shipped Python ({what}):'
+            " its bin/python links to the base interpreter $base, under $dir,"
+            " which the container's user ($(id -un 2>/dev/null || echo"
+            f' "$USER")) cannot enter (Permission denied). {venv_needs}: fix the'
+            " permissions of its directories there, or ship a conda environment"
             ' (it brings its own Python)." >&2'
         ),
+        '    elif [ -e "$base" ]; then',
+        (
+            f'      echo "tfyarn: node $node cannot run the shipped Python ({what}):'
+            " its bin/python links to the base interpreter $base, which the"
+            f" container's user may not execute. {venv_needs}: fix its"
+            ' permissions there, or ship a conda environment." >&2'
+        ),
+        "    else",
+        (
+            f'      echo "tfyarn: node $node cannot run the shipped Python ({what}):'
+            " its bin/python links to the base interpreter $base, which this node"
+            f" does not have. {venv_needs}: install it there, or ship a conda"
+            ' environment (it brings its own Python)." >&2'
+        ),
+        "    fi",
         "  else",
         (
             f'    echo "tfyarn: node $node: the shipped environment ({what}) has no'

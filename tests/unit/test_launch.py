@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from tfyarn._launch import MISSING_PYTHON_EXIT, Archive, Interpreter
 from tfyarn.client.compile import to_skein
@@ -96,3 +102,43 @@ def test_a_shipped_file_may_not_take_the_environments_name(tmp_path: Path) -> No
     with pytest.raises(SpecError, match="rename them"):
         JobSpec(script=str(script), files=(str(clash),), python_env="auto").validate()
     JobSpec(script=str(script), files=(str(clash),)).validate()  # no env: fine
+
+
+def _as_unprivileged(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the launch command as a user who cannot enter a 0700 directory of
+    someone else's: ourselves, or nobody when the tests run as root."""
+    if os.geteuid() != 0:
+        return _run(script, cwd)
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root and no setpriv to drop privileges")
+    return _run(
+        f"exec {setpriv} --reuid 65534 --regid 65534 --clear-groups bash -c "
+        + shlex.quote(script),
+        cwd,
+    )
+
+
+def test_names_a_base_interpreter_the_containers_user_cannot_reach() -> None:
+    # A venv made from a Python under a home directory others cannot enter:
+    # the interpreter is there, the container's user may not reach it. It
+    # must not read "does not have" (nor a bare exit code).
+    top = Path(tempfile.mkdtemp(prefix="tfyarn-launch-"))  # not pytest's 0700 dirs
+    locked = top / "home" / "alice"
+    try:
+        top.chmod(0o755)
+        (locked / "bin").mkdir(parents=True)
+        (locked / "bin" / "python3.11").symlink_to(sys.executable)
+        container = top / "container"
+        (container / "env" / "bin").mkdir(parents=True)
+        (container / "env" / "bin" / "python").symlink_to(locked / "bin" / "python3.11")
+        locked.chmod(0o700 if os.geteuid() == 0 else 0o000)
+        done = _as_unprivileged(_shipped().command("am"), container)
+    finally:
+        locked.chmod(0o700)
+        shutil.rmtree(top, ignore_errors=True)
+    assert done.returncode == MISSING_PYTHON_EXIT, done.stderr
+    assert "node7.example" in done.stderr and "(auto)" in done.stderr
+    assert f"under {locked}," in done.stderr
+    assert "cannot enter (Permission denied)" in done.stderr
+    assert "does not have" not in done.stderr

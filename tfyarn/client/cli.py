@@ -8,12 +8,16 @@ drift apart.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
+import signal
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tfyarn import _surface
@@ -59,14 +63,49 @@ examples:
 
 
 def _on_command_line(handler: Callable[[argparse.Namespace], int]) -> Any:
-    """Run ``handler`` so that its errors speak of flags, not keywords."""
+    """Run ``handler`` so that its errors speak of flags, not keywords, skein's
+    first-run notice is not printed, and a SIGTERM or SIGHUP ends it cleanly."""
 
     @functools.wraps(handler)
     def run(ns: argparse.Namespace) -> int:
-        with _surface.command_line():
+        with _surface.command_line(), _quiet_skein_setup(), _ended_by_signals():
             return handler(ns)
 
     return run
+
+
+# skein's notice when it first creates its TLS credentials (~/.skein), printed
+# as a raw UserWarning on a newcomer's first command: nothing to act on.
+_SKEIN_FIRST_RUN = r"Skein global security credentials not found"
+
+
+@contextlib.contextmanager
+def _quiet_skein_setup() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_SKEIN_FIRST_RUN)
+        yield
+
+
+@contextlib.contextmanager
+def _ended_by_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a closed terminal) end the command with 128 + N
+    through SystemExit, so that ``finally`` blocks and atexit handlers run: the
+    temporary copy of the Hadoop configuration is removed, the skein driver
+    stopped. Their default action ends the process on the spot."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+
+    def end(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    caught = (signal.SIGTERM, signal.SIGHUP)
+    before = {sig: signal.signal(sig, end) for sig in caught}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def add_commands(subparsers: Any) -> None:
@@ -200,13 +239,16 @@ def _add_submit(subparsers: Any) -> None:
             )
             add_option(group, flag, metavar=metavar, default=None, help=helptext)
     p.add_argument("script", help="the Python program every task runs")
-    p.add_argument(
+    script_args = p.add_argument(
         "args",
         nargs=argparse.REMAINDER,
         help="the program's arguments (may use {job_name}, {task_index}, "
         "{ps_hosts}, {worker_hosts}, {chief_host}); tfyarn's options go before "
         "SCRIPT",
     )
+    # argparse calls a REMAINDER positional required: without a script the
+    # usage error would list the script's arguments as missing too.
+    script_args.required = False
     p.set_defaults(submit_flags=_tfyarn_flags(p))
     p.set_defaults(func=_on_command_line(_submit))
 
@@ -277,23 +319,12 @@ def _submit(ns: argparse.Namespace) -> int:
     if ns.dry_run:
         return _dry_run(spec, own)
 
-    def submitted(app_id: str) -> None:
-        print(f"Submitted {app_id}", flush=True)
-        print(
-            "Next:\n"
-            f"  tfyarn status {app_id}\n"
-            f"  tfyarn logs {app_id} [--task worker:0]\n"
-            f"  tfyarn kill {app_id}\n"
-            f"  yarn logs -applicationId {app_id}",
-            flush=True,
-        )
-
     with connection.login_as(own.login), connection.connect() as yarn:
         submission.check_cluster(yarn, spec, python_given=own.python_given)
         app_id = submission.submit_spec(
             yarn, spec, compression=own.python_env_compression
         )
-        submitted(app_id)
+        print(submitted_text(app_id, next_steps(app_id)), flush=True)
         if own.detach:
             return 0
         view = LiveView(sys.stdout)
@@ -318,6 +349,24 @@ def _submit(ns: argparse.Namespace) -> int:
         finally:
             view.close()
     return 0
+
+
+def next_steps(app_id: str) -> list[str]:
+    """Commands a user may want next, for a job just submitted."""
+    return [
+        f"tfyarn status {app_id}",
+        f"tfyarn logs {app_id} [--task worker:0]",
+        f"tfyarn kill {app_id}",
+        f"yarn logs -applicationId {app_id}",
+    ]
+
+
+def submitted_text(app_id: str, steps: list[str]) -> str:
+    """``Submitted APP`` and, when there are any, the next steps under ``Next:``."""
+    lines = [f"Submitted {app_id}"]
+    if steps:
+        lines += ["Next:", *(f"  {step}" for step in steps)]
+    return "\n".join(lines)
 
 
 def _dry_run(spec: JobSpec, own: config.ClientOptions) -> int:

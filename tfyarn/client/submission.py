@@ -28,7 +28,8 @@ def check(
     """Build and validate a job without submitting it.
 
     Checks every option against the schema, the layout (counts, a PS job
-    without workers), that the script and local files exist and, with
+    without workers), that the script and local files exist, that a
+    ``python`` on this machine imports tfyarn's modules and, with
     ``cluster=True``, that every task fits on the largest running node, that
     the queue takes applications and that ``hdfs://`` files exist.
 
@@ -72,6 +73,8 @@ def check(
     spec = config.to_spec(script, tuple(args), cfg).validate()
     if spec.python_env:
         pyenv.parse(spec.python_env)  # exists and is a kind tfyarn can ship
+    elif cfg["python"]:
+        preflight.check_interpreter(spec.python, env=spec.env)
     if cluster:
         login = config.client_options(cfg).login
         with login_as(login), opened(client) as yarn:

@@ -4,7 +4,8 @@ A container's end reaches the user as a number ("Application driver failed
 with exit code 127, see logs") or as one of YARN's canned sentences. The
 client explains them under a failed job's diagnostics; the master may explain
 its tasks' ends with the same functions. Everything here is pure (no I/O, no
-imports beyond the standard library), so both sides can call it anywhere.
+imports beyond the standard library and :mod:`tfyarn.contract.localization`,
+pure too), so both sides can call it anywhere.
 
 Three families of numbers never overlap:
 
@@ -28,6 +29,8 @@ from __future__ import annotations
 import re
 import signal
 
+from tfyarn.contract.localization import explain_localization
+
 # The prefix of each explanation line under diagnostics (the master's and the
 # client's), so a reader can tell YARN's words from tfyarn's and a status read
 # back is not explained twice.
@@ -49,7 +52,21 @@ _YARN: dict[int, str] = {
     -107: "the container was killed because its application had ended",
     -108: "the container scheduler killed it (opportunistic container displaced)",
     -109: "the container wrote more logs than YARN allows",
-    -1000: "YARN reported no valid exit status",
+    -1000: "YARN reported no valid exit status: the container never ran its "
+    "command, most often because YARN could not localize one of its files "
+    "(the diagnostics name it)",
+}
+# YARN's exit status of a container that never ran: the localizer's words,
+# when there are any, say more than the number.
+_NEVER_RAN = -1000
+
+# The master's entry exits with it when its Python lacks modules the master
+# needs (am/dependencies.py: EXIT_MISSING_MODULES, sysexits.h's EX_CONFIG).
+MASTER_LACKS_MODULES = 78
+_TFYARN: dict[int, str] = {
+    MASTER_LACKS_MODULES: "exited with EX_CONFIG (78), a configuration error; "
+    "tfyarn's master exits so when its Python lacks modules it needs (--python "
+    "naming an interpreter without tfyarn installed): its log names them",
 }
 
 _SHELL: dict[int, str] = {
@@ -256,6 +273,8 @@ def explain_exit(code: int | None) -> str:
         return _YARN[code]
     if code in _SHELL:
         return _SHELL[code]
+    if code in _TFYARN:
+        return _TFYARN[code]
     if 128 < code < 128 + 65:
         return _signal_words(code - 128)
     if -65 < code < 0:
@@ -263,7 +282,7 @@ def explain_exit(code: int | None) -> str:
     return ""
 
 
-def explain_diagnostics(diagnostics: str) -> list[str]:
+def explain_diagnostics(diagnostics: str, *, node: str = "") -> list[str]:
     """One line per thing in YARN's diagnostics that a number or phrase hides.
 
     Each exit code mentioned (``exit code 127``) and each of YARN's canned
@@ -272,6 +291,10 @@ def explain_diagnostics(diagnostics: str) -> list[str]:
     Where the diagnostics show container-executor ran, a small exit code is
     its own (:func:`explain_executor_exit`), and its refusals of a Docker
     container (untrusted image, network, user, image not found) are named.
+    A file YARN could not localize is named with the reason
+    (:func:`tfyarn.contract.localization.explain_localization`), instead of
+    exit status -1000's "no valid exit status". ``node``: the container's
+    node, when the caller knows it, for those lines.
 
     Examples
     --------
@@ -294,8 +317,12 @@ def explain_diagnostics(diagnostics: str) -> list[str]:
         if words and words not in said:
             said.add(words)
             out.append(f"container-executor's docker error {code}: {words}")
+    localized = explain_localization(diagnostics, node=node)
+    out += localized
     for match in _EXIT.finditer(diagnostics):
         code = int(match.group(1))
+        if code == _NEVER_RAN and localized:
+            continue  # the localizer's words say why, and which file
         words = (executor and explain_executor_exit(code)) or explain_exit(code)
         if words and words not in said:
             said.add(words)

@@ -6,8 +6,10 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 
 from tfyarn.errors import SpecError
+from tfyarn.runtime import prelude
 from tfyarn.runtime.context import TaskContext
 from tfyarn.runtime.task import EXIT_BAD_ENV, Runtime
 
@@ -24,6 +26,8 @@ def main() -> int:
     except SpecError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return EXIT_BAD_ENV
+    # Before Runtime reads the environment: its helpers' temporary files too.
+    prelude.use_tmpdir(prelude.task_tmpdir(Path.cwd()), ctx)
     runtime = Runtime(ctx)
     # SIGTERM (YARN preemption, `tfyarn kill`): pass it on with the job's grace.
     signal.signal(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,9 +37,36 @@ BOOTSTRAP = Path(__file__).parent / "_bootstrap" / "preload.py"
 # TensorFlow (both starts run it: Python reads PYTHONPATH at start-up).
 SITE = Path(__file__).parent / "_site"
 
+# The task's temporary files go to ./tmp in its container's directory, which
+# YARN deletes with the container: TensorFlow's autograph
+# (__autograph_generated_file*.py) and tfyarn's checkpoint and TensorBoard
+# helpers (tfyarn-ckpt-*, tfyarn-tb-*) use tempfile, whose files in /tmp
+# would outlive the job.
+TMP_DIR = "tmp"
+
+
+def task_tmpdir(workdir: Path) -> Path:
+    """The container's ``./tmp`` (YARN usually made it already), created."""
+    path = workdir / TMP_DIR
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def use_tmpdir(tmpdir: Path, ctx: TaskContext) -> None:
+    """This process's temporary files in ``tmpdir`` too (``TMPDIR`` and
+    ``tempfile.tempdir``), unless the job's ``--env`` sets ``TMPDIR``."""
+    if "TMPDIR" in ctx.spec.env:
+        return
+    os.environ["TMPDIR"] = str(tmpdir)
+    tempfile.tempdir = str(tmpdir)
+
 
 def spawn_env(
-    base_env: Mapping[str, str], port: int, ctx: TaskContext
+    base_env: Mapping[str, str],
+    port: int,
+    ctx: TaskContext,
+    *,
+    tmpdir: Path | None = None,
 ) -> dict[str, str]:
     """The script's environment as far as it is known before formation.
 
@@ -46,9 +74,12 @@ def spawn_env(
     be read at import, so it must be there when the interpreter starts. The
     task's index and attempt are there from the start too (a declared
     container's env lacks them): tools that find a task's script by its
-    ``/proc/<pid>/environ`` see them.
+    ``/proc/<pid>/environ`` see them. ``TMPDIR`` is ``tmpdir`` (see
+    :data:`TMP_DIR`), unless the job's ``--env`` sets it.
     """
     env = dict(base_env)
+    if tmpdir is not None and "TMPDIR" not in ctx.spec.env:
+        env["TMPDIR"] = str(tmpdir)
     env.update(
         {
             _env.TASK_INDEX: str(ctx.index),

@@ -63,8 +63,11 @@ class Runtime:
         # The script's interpreter, started before formation (``preimport``)
         # and not yet handed its script.
         self.prestarted: _child.Child | None = None
+        # Its temporary files' directory, deleted by YARN with the container.
+        self.tmpdir = self.workdir / prelude.TMP_DIR
 
     def run(self) -> int:
+        self.tmpdir.mkdir(exist_ok=True)
         sock = self._reserve()
         port = reserved_port(sock)
         try:
@@ -185,7 +188,7 @@ class Runtime:
                 ", ".join(self.spec.preimport),
             )
         else:
-            env = {**prelude.spawn_env(self.base_env, port, self.ctx), **formed}
+            env = {**self._spawn_env(port), **formed}
             child = _child.start(command, env, cwd=self.workdir, tail=self.stderr_tail)
             log.info("%s starts: %s", self.ctx.key, " ".join(command))
         _child.supervise(child.popen, self.stop)
@@ -197,7 +200,7 @@ class Runtime:
         child = _child.prestart(
             script,
             self.spec.preimport,
-            prelude.spawn_env(self.base_env, port, self.ctx),
+            self._spawn_env(port),
             cwd=self.workdir,
             tail=self.stderr_tail,
         )
@@ -209,6 +212,9 @@ class Runtime:
                 ", ".join(self.spec.preimport),
             )
         return child
+
+    def _spawn_env(self, port: int) -> dict[str, str]:
+        return prelude.spawn_env(self.base_env, port, self.ctx, tmpdir=self.tmpdir)
 
     def _discard_prestarted(self) -> None:
         child, self.prestarted = self.prestarted, None

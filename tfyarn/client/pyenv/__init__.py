@@ -5,7 +5,8 @@
 - :mod:`.pexfile`: what a ``.pex`` needs to run a job, read from the file;
 - :mod:`.layers`: what an environment imports from outside itself (editable
   installs, ``.pth`` paths), shipped as layers beside it;
-- :mod:`.key`: cache keys from metadata, in milliseconds;
+- :mod:`.key`: cache keys from the metadata of every path an archive would
+  hold, in a fraction of a second;
 - :mod:`.pack`: venv-pack2 / conda-pack and layer archives, written atomically;
 - :mod:`.cache`: the per-user archive cache on HDFS.
 
