@@ -152,7 +152,7 @@ class JobState:
         self.gang = Gang()  # gang allocation while the cluster forms (am/gang.py)
         self.publisher = Publisher(self, interval=publish_interval)
         self.reconciler = Reconciler(self)
-        # Delegation tokens (am/tokens.py, issue 12): the newest fresh ones as a
+        # Delegation tokens (am/tokens.py): the newest fresh ones as a
         # serialized ClusterEvent for every stream, what the status says of
         # them, and a line naming an expired token in a failure's diagnostics.
         self.credentials: tuple[bytes, int] | None = None
@@ -510,7 +510,7 @@ class JobState:
         self.mark(task, TaskState.RELAUNCHING, reason)
 
     def _restart_in_place(self, task: Task, reason: str) -> None:
-        """Restart a healthy task's script in its own container (issue 13).
+        """Restart a healthy task's script in its own container.
 
         Its runtime stops the script (SIGTERM, the grace, SIGKILL), starts a
         fresh interpreter (pre-importing TensorFlow again), and registers as

@@ -1,4 +1,4 @@
-"""The reconcile loop's kills: a kill YARN refuses never aborts a pass (issue 9).
+"""The reconcile loop's kills: a kill YARN refuses never aborts a pass.
 
 Each kill path (a stop not heeded, an old attempt's container, a relaunch dropped
 because the job finished) logs a refused kill once, tries again on the next

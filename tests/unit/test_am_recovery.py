@@ -1,4 +1,4 @@
-"""The recovery policy (issue 5) in the master's state, with YARN faked and time controlled."""
+"""The recovery policy in the master's state, with YARN faked and time controlled."""
 
 from __future__ import annotations
 
