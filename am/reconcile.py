@@ -268,6 +268,10 @@ class Reconciler:
         for task in state.tasks.values():
             if task.stop_requested_at is None or task.state.is_terminal():
                 continue
+            if task in state.relaunch:
+                # No container of its own: its old one is killed, and the
+                # task ended, where relaunches are dropped (_relaunch_ready).
+                continue
             # A task no stream told to stop cannot hear it: kill its container
             # now. One that heard it gets its grace to end the script and report.
             heard = task.stop_delivered and task.state.is_registered()
@@ -301,7 +305,9 @@ class Reconciler:
     def _watch_container(self, task: Task, now: float) -> None:
         state = self.state
         info = state.containers.get(task.container_id or "")
-        if task.in_place_stop is not None:  # restarting in place
+        # Restarting in place, unless the master killed it meanwhile (the job
+        # is ending): a killed restart is over, not retried in a new container.
+        if task.in_place_stop is not None and not task.state.is_terminal():
             if info is not None and info.ended:
                 state.in_place_failed(task, f"its container ended {info.state}")
             elif now > task.in_place_by:

@@ -194,6 +194,16 @@ class JobState:
         return self.publisher.last_status
 
     @property
+    def settled(self) -> bool:
+        """Whether the job is ending: its outcome decided, its lead finished, or
+        ``tfyarn kill`` stopping it. Failures then restart nothing."""
+        return (
+            self.outcome is not None
+            or self.finishing_since is not None
+            or self.stopping_since is not None
+        )
+
+    @property
     def formed(self) -> bool:
         """Whether the TensorFlow cluster formed (and has not restarted since)."""
         return self._cluster_event is not None
@@ -255,7 +265,16 @@ class JobState:
         )
         self.unregistered.discard(task)
         formed_at = self._formed.get(task)
-        if self._cluster_event is not None and formed_at not in (None, task.address):
+        moved = self.formed and formed_at not in (None, task.address)
+        if moved and self.settled:
+            # The job is ending and this task is being stopped: its Stop
+            # follows on its stream; a cluster restart would start it again.
+            self.note(
+                task,
+                f"came back at {task.address}, not at {formed_at}: the job is "
+                "ending, so the cluster is not restarted",
+            )
+        elif moved:
             # A replaced worker could not keep its address: the running
             # coordinator cannot reach it there, so the whole cluster re-forms.
             # Not charged to the budget: the same failure, handled a second way.
