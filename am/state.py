@@ -687,7 +687,8 @@ class JobState:
         return f"{text}\n{hint}" if hint else text
 
     def _maybe_form_cluster(self) -> None:
-        if self.unregistered:
+        # An ending job forms nothing: its tasks are being stopped.
+        if self.unregistered or self.settled:
             return
         members = [t for t in self.tasks.values() if t.role.in_cluster_spec()]
         self.generation += 1

@@ -520,3 +520,25 @@ def test_a_replacement_at_a_new_address_does_not_restart_a_settled_job(
     assert state.cluster_restarts == 0
     expected = Phase.SUCCEEDED if settle == "lead finished" else Phase.KILLED
     assert state.phase is expected, state.diagnostics
+
+
+def test_no_cluster_forms_once_the_job_is_being_stopped() -> None:
+    # `tfyarn kill` before the cluster formed: the tasks that register after
+    # it get their Stop, not a ClusterSpec, and the job stays STOPPING.
+    spec = job(tasks={"worker": 2})
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        for cid in list(launcher.containers):
+            launcher.grant(cid)
+        state.stop_job("tfyarn kill", 1)
+        register(state, "worker", 0, 2000)
+        register(state, "worker", 1, 2001)
+        assert not state.formed and state.generation == 0
+        assert state.phase is Phase.STOPPING
+        watcher = state.watch("worker", 0, 0, 0)
+        events = [pb.ClusterEvent.FromString(e) async for e in watcher.events()]
+        assert [e.WhichOneof("event") for e in events] == ["stop"]
+        state.request_kill("test over")
+
+    state, _ = run(spec, scenario)
+    assert state.phase is Phase.KILLED
