@@ -13,14 +13,16 @@ two such jobs fall out of step and one gets everything. Rounds stay within
 ``registration_timeout``, counted from the formation's first request.
 
 :func:`decide` and :func:`pause` are pure (tested as a table); :class:`Gang`
-applies them once per reconcile pass. The kills happen in the reconcile loop's
-relaunch path, like any retired attempt's.
+turns them into a :class:`Step` once per reconcile pass, which the job carries
+out (:meth:`am.state.JobState.check_gang`). The kills happen in the reconcile
+loop's relaunch path, like any retired attempt's.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -81,6 +83,21 @@ def decide(
     return Decision.GIVE_BACK
 
 
+@dataclass(frozen=True)
+class Step:
+    """What one gang check asks of the job: move to ``phase``, and give back.
+
+    ``give_back``: the members whose attempts end now (containers killed,
+    requests cancelled), their next ones asked for at ``relaunch_at``;
+    ``reason`` says why, in each task's history.
+    """
+
+    phase: Phase
+    give_back: tuple[Task, ...] = ()
+    reason: str = ""
+    relaunch_at: float = 0.0
+
+
 class Gang:
     """One job's gang allocation: the rounds of its current formation."""
 
@@ -93,8 +110,12 @@ class Gang:
         self._held = False  # HOLD logged for this formation
         self._formation = 0  # state.cluster_restarts when this formation began
 
-    def check(self, state: JobState, now: float) -> None:
-        """One reconcile pass: start a round, or give everything back."""
+    def check(self, state: JobState, now: float) -> Step | None:
+        """One reconcile pass: start a round, or give everything back.
+
+        Returns what the job does (None: nothing); the gang's own rounds are
+        counted here.
+        """
         if state.cluster_restarts != self._formation:
             # A cluster restart is a new formation with its own deadline.
             self._formation = state.cluster_restarts
@@ -103,18 +124,18 @@ class Gang:
             self.round_started = None
             if state.formed:
                 self.rounds, self._held = 0, False
-            return
-        members = [t for t in state.tasks.values() if t.role.in_cluster_spec()]
+            return None
+        members = state.cluster_members
         if any(t.state is TaskState.RELAUNCHING for t in members):
             # A restart's old containers are still stopping, or our own pause
             # runs: this round's requests are not all out yet.
             self.round_started = None
-            return
+            return None
         if self.round_started is None:
             self.round_started = now
             if state.phase is Phase.WAITING_FOR_RESOURCES:
-                state.phase = self._resume_phase
-            return
+                return Step(phase=self._resume_phase)  # forming again
+            return None
         waiting = [t for t in members if t.state is TaskState.REQUESTED]
         holding = [t for t in members if t.state.has_container() and _alive(t)]
         timeout = state.spec.allocation_timeout
@@ -137,7 +158,7 @@ class Gang:
                 len(holding),
             )
         if decision is not Decision.GIVE_BACK:
-            return
+            return None
         wait = pause(self.rounds, timeout, self.rng)
         self.rounds += 1
         self.gave_back += 1
@@ -150,19 +171,17 @@ class Gang:
         log.warning("%s", why)
         if state.phase is not Phase.WAITING_FOR_RESOURCES:
             self._resume_phase = state.phase
-        state.phase = Phase.WAITING_FOR_RESOURCES
-        state.give_back(members, why, relaunch_at=now + wait)
         self.round_started = None
+        return Step(
+            phase=Phase.WAITING_FOR_RESOURCES,
+            give_back=members,
+            reason=why,
+            relaunch_at=now + wait,
+        )
 
 
 def _forming(state: JobState) -> bool:
-    return (
-        not state.formed
-        and state.phase in _FORMING
-        and state.outcome is None
-        and state.stopping_since is None
-        and state.finishing_since is None
-    )
+    return not state.formed and state.phase in _FORMING and not state.settled
 
 
 def _alive(task: Task) -> bool:

@@ -89,7 +89,7 @@ class Task:
     last_progress: float | None = None  # when its step last changed
     # Why each earlier attempt ended (shown per task in the status).
     failures: list[str] = field(default_factory=list)
-    # The previous attempt's container, until it has ended (see JobState._retire).
+    # The previous attempt's container, until it has ended (see am/attempts.py).
     retiring: str | None = None
     retire_by: float = 0.0
     retire_killed: bool = False
@@ -97,7 +97,7 @@ class Task:
     # and its registration timeout still counts from the formation's start.
     relaunch_at: float = 0.0
     waiting_since: float | None = None
-    # Restarting in place (JobState._restart_in_place): the Stop that told the
+    # Restarting in place (am/attempts.py): the Stop that told the
     # previous attempt (sent again to it if it reconnects), and by when the
     # new attempt must register in the same container, else a new one is asked for.
     in_place_stop: bytes | None = None

@@ -87,8 +87,9 @@ def decide(
       signal, a lost container or node, a lost heartbeat) or a retry exit code.
     - The restart budget (``max_restarts``) is used up: fail the job.
     - A worker of a ParameterServerStrategy job, or an evaluator: replace that
-      task alone, at the same address; the coordinator absorbs the loss and
-      takes the worker back (FIELD_NOTES).
+      task alone, at the same address: TensorFlow's ClusterCoordinator runs
+      the lost worker's functions on the others meanwhile and uses the worker
+      again once a server answers at that address.
     - Anything else (a ps, the chief, any task of an all-reduce or TF1-style
       job): stop every task and start the whole TensorFlow cluster again;
       scripts resume from their latest checkpoint.

@@ -6,7 +6,8 @@ what did not happen in time (a container gone, a silent task, a missed
 registration, a stall) into failures for :class:`am.state.JobState` to decide
 on, kills what was told to stop and did not, launches replacements once their
 predecessor's container has ended, publishes the status, and at the end shuts
-the application down.
+the application down. It never moves the job's phase: the job does
+(:meth:`am.state.JobState.move_to`), with what this loop returns.
 
 Tests drive it a pass at a time: :meth:`Reconciler.start`, then
 :meth:`Reconciler.reconcile_once` as often as they like.
@@ -68,14 +69,6 @@ class Reconciler:
         # Set when the client that stopped the job never came back to kill it.
         self._shutdown_killed = False
 
-    async def run(self) -> tuple[Phase, str]:
-        """Launch every task, then reconcile until the job ends; return the outcome.
-
-        The application is shut down (``launcher.shutdown``) before this returns.
-        """
-        await self.start()
-        return await self.until_done()
-
     async def start(self) -> None:
         """Publish the first status and ask YARN for every task's container."""
         state = self.state
@@ -89,11 +82,12 @@ class Reconciler:
                     Phase.FAILED,
                     f"tfyarn master could not request containers: {exc}",
                 )
-        if state.phase is Phase.LAUNCHING:
-            state.phase = Phase.REGISTERING
 
-    async def until_done(self) -> tuple[Phase, str]:
-        """Reconcile pass after pass until the outcome is decided; then end the app."""
+    async def until_decided(self) -> tuple[Phase, str]:
+        """Reconcile pass after pass until the outcome is decided; return it.
+
+        The job then enters the outcome's phase and :meth:`finish` ends the app.
+        """
         state = self.state
         while True:
             try:
@@ -110,7 +104,7 @@ class Reconciler:
             # Events wake the loop early, but a burst of them (thousands of
             # registrations) costs one pass per MIN_PASS_GAP, not one each.
             await asyncio.sleep(MIN_PASS_GAP)
-        return await self._finish(*state.outcome)
+        return state.outcome
 
     async def reconcile_once(self) -> None:
         """One pass, as the loop runs it (tests call it to step the master)."""
@@ -132,7 +126,7 @@ class Reconciler:
                 self._watch_container(task, now)
             if not state.log_each:
                 self._log_summary()
-            state.gang.check(state, now)
+            state.check_gang(now)
             self._check_registration(now)
             self._check_heartbeats(now)
             self._check_stall(now)
@@ -268,6 +262,10 @@ class Reconciler:
         for task in state.tasks.values():
             if task.stop_requested_at is None or task.state.is_terminal():
                 continue
+            if task in state.relaunch:
+                # No container of its own: its old one is killed, and the
+                # task ended, where relaunches are dropped (_relaunch_ready).
+                continue
             # A task no stream told to stop cannot hear it: kill its container
             # now. One that heard it gets its grace to end the script and report.
             heard = task.stop_delivered and task.state.is_registered()
@@ -301,11 +299,17 @@ class Reconciler:
     def _watch_container(self, task: Task, now: float) -> None:
         state = self.state
         info = state.containers.get(task.container_id or "")
-        if task.in_place_stop is not None:  # restarting in place
+        # Restarting in place, unless the master killed it meanwhile (the job
+        # is ending): a killed restart is over, not retried in a new container.
+        if task.in_place_stop is not None and not task.state.is_terminal():
             if info is not None and info.ended:
-                state.in_place_failed(task, f"its container ended {info.state}")
+                state.attempts.in_place_failed(
+                    task, f"its container ended {info.state}"
+                )
             elif now > task.in_place_by:
-                state.in_place_failed(task, "it did not register again in time")
+                state.attempts.in_place_failed(
+                    task, "it did not register again in time"
+                )
             return
         if info is None or task.state.is_terminal():
             return
@@ -513,10 +517,15 @@ class Reconciler:
         except Exception:  # a later attempt then starts its budget afresh
             log.warning("could not save the restart record", exc_info=True)
 
-    async def _finish(self, phase: Phase, diagnostics: str) -> tuple[Phase, str]:
+    async def finish(self, phase: Phase, diagnostics: str) -> tuple[Phase, str]:
+        """End the application with the job's outcome (its phase already entered).
+
+        Every task is told to stop, the final status published and YARN told
+        (unless YARN is killing the application already); returns the phase and
+        the diagnostics as YARN keeps them.
+        """
         state = self.state
         launcher = state.launcher
-        state.phase = phase
         if launcher.app_id and phase is not Phase.SUCCEEDED:
             diagnostics += (
                 f"\nAll task logs: yarn logs -applicationId {launcher.app_id}"

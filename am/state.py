@@ -5,8 +5,14 @@ synchronous methods (:meth:`JobState.register`, :meth:`JobState.heartbeat`, …)
 they only record facts and make decisions, never wait. The master's parts:
 
 - :mod:`am.model`: each task's record (``Task``), its streams, its refusals;
+- :mod:`am.transitions`: the moves the job's phase and a task's state may
+  make; :meth:`JobState.move_to` and :meth:`JobState.mark` refuse the others;
 - :mod:`am.policy`: what a failed task costs the job, a pure function
   (:func:`am.policy.decide`); :meth:`JobState.on_failure` carries it out;
+- :mod:`am.gang`: gang allocation while the cluster forms; it returns a step
+  that :meth:`JobState.check_gang` carries out;
+- :mod:`am.attempts`: ending a task's attempt (a new container, or a restart
+  in place) and queueing the next;
 - :mod:`am.reconcile`: the one reconcile loop, every effect on YARN
   (launch, kill, relaunch, timeouts, shutdown); :meth:`JobState.run`;
 - :mod:`am.publish`: the ``tfyarn.status`` snapshot and YARN's progress.
@@ -17,17 +23,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from am import policy
+from am.attempts import Attempts
 from am.gang import Gang
 from am.launcher import ContainerInfo, Launcher
 from am.model import (
     BIG_JOB_TASKS,
     HISTORY_LIMIT,
-    IN_PLACE_REGISTER,
-    KILL_MARGIN,
     STDERR_TAIL_CHARS,
     Task,
     TaskRejected,
@@ -37,6 +42,12 @@ from am.model import (
 from am.policy import Action, Failure
 from am.publish import Publisher, snapshot, yarn_progress
 from am.reconcile import Reconciler
+from am.transitions import (
+    NEW_ATTEMPT,
+    IllegalTransition,
+    check_phase_move,
+    check_task_move,
+)
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.contract import clusterspec as _clusterspec
 from tfyarn.contract.failure import error_first, error_line
@@ -45,6 +56,7 @@ from tfyarn.spec import ROLES, JobSpec, Role
 
 __all__ = [
     "Action",
+    "IllegalTransition",
     "JobState",
     "Phase",
     "Task",
@@ -99,7 +111,8 @@ class JobState:
         self.master_address = master_address
         self.clock = clock
         self.wall = wall
-        self.phase = Phase.LAUNCHING
+        # The phase changes only through move_to (am/transitions.py's table).
+        self._phase = Phase.LAUNCHING
         self.generation = 0
         # Every restart (task replacements, cluster restarts, AM re-attempts)
         # with its reason; `budget_used` counts those charged to max_restarts.
@@ -125,13 +138,15 @@ class JobState:
             ps=spec.count(Role.PS),
             legacy_flags=spec.legacy_flags,
         )
-        # Cluster members not registered yet: the cluster forms when it empties.
-        # A set, not a scan per registration, keeps 5000 registrations linear.
-        # (A restart puts the tasks it relaunches back in.)
-        self.unregistered: set[Task] = {
+        # The tasks TensorFlow's ClusterSpec lists, in every generation (a
+        # task's role never changes): computed here once, asked everywhere.
+        self.cluster_members: tuple[Task, ...] = tuple(
             t for t in self.tasks.values() if t.role.in_cluster_spec()
-        }
-        self.members = len(self.unregistered)
+        )
+        # Members not registered yet: the cluster forms when it empties.
+        # A set, not a scan per registration, keeps 5000 registrations linear.
+        # (A restart or a gang give-back puts every member back in.)
+        self.unregistered: set[Task] = set(self.cluster_members)
         self._cluster_event: bytes | None = None
         # Each member's address in the formed cluster: a replacement must
         # come back at the same one (TensorFlow's coordinator cannot follow a
@@ -152,7 +167,8 @@ class JobState:
         self.gang = Gang()  # gang allocation while the cluster forms (am/gang.py)
         self.publisher = Publisher(self, interval=publish_interval)
         self.reconciler = Reconciler(self)
-        # Delegation tokens (am/tokens.py, issue 12): the newest fresh ones as a
+        self.attempts = Attempts(self)  # ends and begins tasks' attempts
+        # Delegation tokens (am/tokens.py): the newest fresh ones as a
         # serialized ClusterEvent for every stream, what the status says of
         # them, and a line naming an expired token in a failure's diagnostics.
         self.credentials: tuple[bytes, int] | None = None
@@ -167,11 +183,14 @@ class JobState:
 
         The application is shut down (``launcher.shutdown``) before this returns.
         """
-        return await self.reconciler.run()
+        await self.start()
+        return await self.until_done()
 
     async def start(self) -> None:
         """What :meth:`run` does first: the first status, every task's container."""
         await self.reconciler.start()
+        if self.phase is Phase.LAUNCHING:  # else a task already moved it on
+            self.move_to(Phase.REGISTERING)
 
     async def reconcile_once(self) -> None:
         """One reconcile pass, exactly as the loop runs it (for tests to step it)."""
@@ -179,7 +198,9 @@ class JobState:
 
     async def until_done(self) -> tuple[Phase, str]:
         """What :meth:`run` does after :meth:`start`: reconcile until the end."""
-        return await self.reconciler.until_done()
+        phase, diagnostics = await self.reconciler.until_decided()
+        self.move_to(phase)
+        return await self.reconciler.finish(phase, diagnostics)
 
     def snapshot(self, *, keep: int | None = None) -> dict[str, Any]:
         """The ``tfyarn.status`` document (see :func:`am.publish.snapshot`)."""
@@ -192,6 +213,38 @@ class JobState:
     def last_status(self) -> str:
         """The latest published snapshot as JSON (other threads read only this)."""
         return self.publisher.last_status
+
+    @property
+    def phase(self) -> Phase:
+        """Where the whole job is; changed only by :meth:`move_to`."""
+        return self._phase
+
+    def move_to(self, phase: Phase) -> None:
+        """Move the job to ``phase``: the one way its phase changes.
+
+        Raises
+        ------
+        IllegalTransition
+            If am/transitions.py's table does not allow the move (a terminal
+            phase is never left).
+        """
+        check_phase_move(self._phase, phase)
+        self._phase = phase
+
+    @property
+    def members(self) -> int:
+        """How many tasks the ClusterSpec lists (:attr:`cluster_members`)."""
+        return len(self.cluster_members)
+
+    @property
+    def settled(self) -> bool:
+        """Whether the job is ending: its outcome decided, its lead finished, or
+        ``tfyarn kill`` stopping it. Failures then restart nothing."""
+        return (
+            self.outcome is not None
+            or self.finishing_since is not None
+            or self.stopping_since is not None
+        )
 
     @property
     def formed(self) -> bool:
@@ -219,7 +272,7 @@ class JobState:
 
     def register(self, req: pb.RegisterTaskRequest) -> int:
         """Record a task's address; form the cluster once every task is in."""
-        if self.in_place_previous(req.task.role, req.task.index, req.attempt):
+        if self.attempts.in_place_previous(req.task.role, req.task.index, req.attempt):
             return self.generation  # a stream's retry; the watch gets its Stop
         task = self.task(req.task.role, req.task.index, req.attempt)
         if not req.host or not 0 < req.port < 65536:
@@ -255,7 +308,16 @@ class JobState:
         )
         self.unregistered.discard(task)
         formed_at = self._formed.get(task)
-        if self._cluster_event is not None and formed_at not in (None, task.address):
+        moved = self.formed and formed_at not in (None, task.address)
+        if moved and self.settled:
+            # The job is ending and this task is being stopped: its Stop
+            # follows on its stream; a cluster restart would start it again.
+            self.note(
+                task,
+                f"came back at {task.address}, not at {formed_at}: the job is "
+                "ending, so the cluster is not restarted",
+            )
+        elif moved:
             # A replaced worker could not keep its address: the running
             # coordinator cannot reach it there, so the whole cluster re-forms.
             # Not charged to the budget: the same failure, handled a second way.
@@ -265,7 +327,7 @@ class JobState:
             )
             self._record_restart(f"cluster restarted: {why}", charge=False)
             self._restart_cluster(why)
-            self._poke()
+            self.poke()
             return self.generation
         if self._cluster_event is not None:
             # Late joiners (an evaluator, a replaced worker at its old address)
@@ -273,7 +335,7 @@ class JobState:
             self.mark(task, TaskState.RUNNING, f"received cluster {self.generation}")
         else:
             self._maybe_form_cluster()
-        self._poke()
+        self.poke()
         return self.generation
 
     def watch(
@@ -286,7 +348,7 @@ class JobState:
         known_credentials: int = 0,
     ) -> Watcher:
         """Open a WatchCluster stream for a task."""
-        restarting = self.in_place_previous(role, index, attempt)
+        restarting = self.attempts.in_place_previous(role, index, attempt)
         if restarting is not None and restarting.in_place_stop is not None:
             # The attempt being restarted in place lost its stream before
             # the Stop reached it: it gets the Stop, not a refusal.
@@ -320,7 +382,7 @@ class JobState:
         watcher.task.watchers.discard(watcher)
 
     def heartbeat(self, role: str, index: int, attempt: int) -> int:
-        if self.in_place_previous(role, index, attempt) is not None:
+        if self.attempts.in_place_previous(role, index, attempt) is not None:
             return self.generation  # its Stop is on the way
         task = self.task(role, index, attempt)
         task.last_heartbeat = self.clock()
@@ -357,7 +419,7 @@ class JobState:
             self.mark(task, TaskState.FAILED, f"script exited {code}")
             kind = policy.classify_exit(code, self.spec.retry_exit_codes)
             self.on_failure(task, self._exit_reason(task), kind)
-        self._poke()
+        self.poke()
 
     def stop_job(self, reason: str, grace: float) -> tuple[float, int]:
         """``tfyarn kill``: stop every task with a grace; restart nothing.
@@ -371,7 +433,7 @@ class JobState:
             return grace, 0
         self.stopping_since = self.clock()
         self.stop_reason = reason
-        self.phase = Phase.STOPPING
+        self.move_to(Phase.STOPPING)
         count = 0
         for task in self.tasks.values():
             if not task.state.is_terminal() and task.stop_requested_at is None:
@@ -381,14 +443,14 @@ class JobState:
                 continue
             self.request_stop(task, reason, grace=grace)
         self.relaunch.clear()
-        self._poke()
+        self.poke()
         return grace, count
 
     def request_kill(self, reason: str) -> None:
         """The application is being killed from outside (SIGTERM to the master)."""
         if self.outcome is None:
             self.outcome = (Phase.KILLED, reason)
-        self._poke()
+        self.poke()
 
     # -- decisions --------------------------------------------------------------
 
@@ -443,10 +505,10 @@ class JobState:
             self.outcome = (Phase.FAILED, message)
         elif action is Action.REPLACE_TASK:
             self._record_restart(f"{task.key} replaced: {reason}", charge=True)
-            if self._can_restart_in_place(task):
-                self._restart_in_place(task, f"{task.key} restarts: {reason}")
+            if self.attempts.can_restart_in_place(task):
+                self.attempts.restart_in_place(task, f"{task.key} restarts: {reason}")
             else:
-                self._retire(task, f"{task.key} is replaced: {reason}")
+                self.attempts.retire(task, f"{task.key} is replaced: {reason}")
         else:
             self._record_restart(f"cluster restarted: {reason}", charge=True)
             self._restart_cluster(reason)
@@ -493,90 +555,12 @@ class JobState:
             charge=False,
         )
 
-    def _retire(self, task: Task, reason: str) -> None:
-        """End the task's current attempt (if still alive) and queue the next one.
+    def next_attempt(self, task: Task, why: str) -> None:
+        """Forget what belonged to the task's current attempt; begin the next.
 
-        The old container gets a Stop with grace and is killed after it; the
-        new attempt is launched only once the old container has ended, so two
-        TensorFlow servers never share the task's port (both bind it with
-        SO_REUSEPORT). ``task.port`` is kept: the new attempt asks for it.
+        It begins in NEW_ATTEMPT (RELAUNCHING), whatever the last one ended in:
+        the only way into that state (mark refuses it).
         """
-        task.tell_stop(stop_event(reason, self.spec.stop_grace))
-        task.watchers.clear()
-        # A wedged or silent task cannot use a grace: kill it at once.
-        wedged = task.state is TaskState.LOST
-        self._queue_relaunch(task, 0 if wedged else self.spec.stop_grace + KILL_MARGIN)
-        self._next_attempt(task)
-        self.mark(task, TaskState.RELAUNCHING, reason)
-
-    def _restart_in_place(self, task: Task, reason: str) -> None:
-        """Restart a healthy task's script in its own container (issue 13).
-
-        Its runtime stops the script (SIGTERM, the grace, SIGKILL), starts a
-        fresh interpreter (pre-importing TensorFlow again), and registers as
-        the next attempt from the same container, on the port it holds: no
-        request to YARN, no container start, no localization. Should it not
-        register by ``in_place_by`` (or its container end), the reconcile loop
-        falls back to a new container (:meth:`in_place_failed`).
-        """
-        event = stop_event(reason, self.spec.stop_grace, next_attempt=task.attempt + 1)
-        task.tell_stop(event)
-        task.watchers.clear()
-        task.in_place_stop = event
-        task.in_place_by = (
-            self.clock() + self.spec.stop_grace + KILL_MARGIN + IN_PLACE_REGISTER
-        )
-        self._next_attempt(task)
-        self.mark(
-            task,
-            TaskState.RELAUNCHING,
-            f"restarting in place in {task.yarn_container_id or task.container_id}: "
-            f"{reason}",
-        )
-
-    def in_place_failed(self, task: Task, why: str) -> None:
-        """A restart in place did not come back: ask YARN for a new container.
-
-        Not charged to the budget: it is the same restart, carried out the
-        ordinary way. A live container is killed first (at once: it had its grace).
-        """
-        self._queue_relaunch(task, 0)
-        if task.retiring:
-            task.attempt += 1  # its late registration, before the kill, is refused
-        self.note(task, f"restart in place failed ({why}): asking for a new container")
-
-    def _queue_relaunch(self, task: Task, grace: float) -> None:
-        """Leave the task's container behind: the reconcile loop kills it if
-        still alive after ``grace`` seconds, then asks YARN for a new one."""
-        old = task.container_id
-        task.retiring = old if old is not None and self._container_alive(old) else None
-        task.retire_by = self.clock() + grace
-        task.retire_killed = False
-        task.in_place_stop = None
-        task.container_id = task.yarn_container_id = task.node = None
-        self.relaunch.add(task)
-        self._poke()
-
-    def in_place_previous(self, role: str, index: int, attempt: int) -> Task | None:
-        """The task, if ``attempt`` is the one it is restarting in place from.
-
-        That attempt's heartbeats are accepted and a reconnecting stream gets
-        its Stop again: refused, the runtime would exit instead of restarting.
-        """
-        try:
-            task = self.task(role, index)
-        except TaskRejected:
-            return None
-        if task.in_place_stop is not None and attempt == task.attempt - 1:
-            return task
-        return None
-
-    def _container_alive(self, container_id: str) -> bool:
-        info = self.containers.get(container_id)
-        return info is None or not info.ended
-
-    def _next_attempt(self, task: Task) -> None:
-        """Forget what belonged to the task's current attempt; count the next."""
         task.attempt += 1
         task.exit_code = None
         task.stderr_tail = ""
@@ -587,41 +571,37 @@ class JobState:
         task.last_progress = None
         task.step = None  # progress belongs to an attempt: the next one reports anew
         task.metrics = {}
-
-    def _can_restart_in_place(self, task: Task) -> bool:
-        """Its runtime is up, in a live container, and listening: registered
-        and heartbeating, or it just reported its script's failure (it waits
-        a moment for this answer). Lost and silent tasks are not."""
-        live = task.state in (TaskState.REGISTERED, TaskState.RUNNING) or (
-            task.state is TaskState.FAILED and task.exit_code is not None
-        )
-        return (
-            live
-            and task.last_heartbeat is not None  # registered in this attempt
-            and task.container_id is not None
-            and self._container_alive(task.container_id)
-            and task.stop_requested_at is None
-            and task.in_place_stop is None
-        )
+        self._enter(task, NEW_ATTEMPT, why)
 
     def _restart_cluster(self, reason: str) -> None:
         """Stop every task and form the TensorFlow cluster again from scratch."""
         self.cluster_restarts += 1
-        self.phase = Phase.RESTARTING
+        self.move_to(Phase.RESTARTING)
         self._cluster_event = None
         self._formed.clear()
         self.progress_at = None
         self.cluster_formed_at = None
         log.warning("restarting the whole cluster: %s", reason)
         for task in self.tasks.values():
-            if self._can_restart_in_place(task):
-                self._restart_in_place(task, f"the cluster restarts: {reason}")
+            if self.attempts.can_restart_in_place(task):
+                self.attempts.restart_in_place(task, f"the cluster restarts: {reason}")
             else:
-                self._retire(task, f"the cluster restarts: {reason}")
-        self._poke()
-        self.unregistered = {t for t in self.tasks.values() if t.role.in_cluster_spec()}
+                self.attempts.retire(task, f"the cluster restarts: {reason}")
+        self.poke()
+        self.unregistered = set(self.cluster_members)
 
-    def give_back(self, tasks: list[Task], reason: str, *, relaunch_at: float) -> None:
+    def check_gang(self, now: float) -> None:
+        """Gang allocation's check for this reconcile pass (am/gang.py), carried out."""
+        step = self.gang.check(self, now)
+        if step is None:
+            return
+        self.move_to(step.phase)
+        if step.give_back:
+            self.give_back(step.give_back, step.reason, relaunch_at=step.relaunch_at)
+
+    def give_back(
+        self, tasks: Iterable[Task], reason: str, *, relaunch_at: float
+    ) -> None:
         """Gang allocation (am/gang.py): end these forming tasks' attempts now.
 
         Their containers are killed at once (pending requests are cancelled
@@ -631,18 +611,18 @@ class JobState:
         now = self.clock()
         for task in tasks:
             since = task.requested_at
-            self._retire(task, reason)
+            self.attempts.retire(task, reason)
             task.retire_by = now
             task.relaunch_at = relaunch_at
             task.waiting_since = since
             task.host = task.port = None
-        self.unregistered = {t for t in self.tasks.values() if t.role.in_cluster_spec()}
+        self.unregistered = set(self.cluster_members)
 
     def _on_lead_success(self) -> None:
-        if self.outcome is not None or self.finishing_since is not None:
+        if self.settled:
             return
         self.finishing_since = self.clock()
-        self.phase = Phase.FINISHING
+        self.move_to(Phase.FINISHING)
         serving = policy.serving_roles(ps_strategy=self.ps_strategy)
         log.info(
             "%s succeeded: stopping %s tasks",
@@ -668,9 +648,10 @@ class JobState:
         return f"{text}\n{hint}" if hint else text
 
     def _maybe_form_cluster(self) -> None:
-        if self.unregistered:
+        # An ending job forms nothing: its tasks are being stopped.
+        if self.unregistered or self.settled:
             return
-        members = [t for t in self.tasks.values() if t.role.in_cluster_spec()]
+        members = self.cluster_members
         self.generation += 1
         jobs: dict[str, list[tuple[str, int]]] = {}
         for role in ROLES:
@@ -687,7 +668,7 @@ class JobState:
         self.progress_at = self.clock()
         for task in members:
             task.last_progress = self.progress_at
-        self.phase = Phase.RUNNING
+        self.move_to(Phase.RUNNING)
         log.info(
             "cluster formed (generation %d, %d tasks)", self.generation, len(members)
         )
@@ -727,12 +708,25 @@ class JobState:
         self.note(task, f"stop requested: {reason}")
         if task.tell_stop(stop_event(reason, task.stop_grace)):
             task.stop_delivered = True
-        self._poke()
+        self.poke()
 
     def mark(
         self, task: Task, state: TaskState, note: str, *, quiet: bool = False
     ) -> None:
-        """Put a task in ``state``, noting why in its history."""
+        """Put a task in ``state``, noting why in its history.
+
+        Raises
+        ------
+        IllegalTransition
+            If am/transitions.py's table does not allow the move within the
+            task's attempt (an ended attempt's state is never left).
+        """
+        check_task_move(task.key, task.state, state)
+        self._enter(task, state, note, quiet=quiet)
+
+    def _enter(
+        self, task: Task, state: TaskState, note: str, *, quiet: bool = False
+    ) -> None:
         task.state = state
         self.note(task, f"{state.value}: {note}", quiet=quiet)
 
@@ -752,6 +746,6 @@ class JobState:
             self._stamp_text = time.strftime("%H:%M:%S", time.gmtime(second))
         return self._stamp_text
 
-    def _poke(self) -> None:
+    def poke(self) -> None:
         """Wake the reconcile loop: something it acts on changed."""
         self.wakeup.set()

@@ -120,7 +120,7 @@ def test_the_budget_message_lists_every_failure_numbered() -> None:
     ]
 
 
-# Issue 13: whose failure it was, whether its error repeats, the restart policy.
+# Whose failure it was, whether its error repeats, the restart policy.
 ON, TRANSIENT, NEVER = (
     RestartPolicy.ON_FAILURE,
     RestartPolicy.TRANSIENT_ONLY,

@@ -1,4 +1,4 @@
-"""The reconcile loop's kills: a kill YARN refuses never aborts a pass (issue 9).
+"""The reconcile loop's kills: a kill YARN refuses never aborts a pass.
 
 Each kill path (a stop not heeded, an old attempt's container, a relaunch dropped
 because the job finished) logs a refused kill once, tries again on the next
@@ -151,6 +151,8 @@ def test_a_relaunch_dropped_at_the_end_kills_the_old_container_even_if_refused_f
         assert "worker_1" in launcher.killed
         assert worker not in state.relaunch and worker.state is TaskState.KILLED
         assert "not relaunched: the job finished" in worker.history[-1]
+        # Ended once, by the relaunch path: no container of its own was killed.
+        assert [h for h in worker.history if "KILLED:" in h] == [worker.history[-1]]
 
     state, launcher = run(spec, scenario)
     assert state.phase is Phase.SUCCEEDED

@@ -1,4 +1,4 @@
-"""The recovery policy (issue 5) in the master's state, with YARN faked and time controlled."""
+"""The recovery policy in the master's state, with YARN faked and time controlled."""
 
 from __future__ import annotations
 
@@ -454,3 +454,91 @@ def test_each_restart_is_saved_for_a_later_master_attempt() -> None:
     again.resume_after_master_loss(2, record)
     assert (again.budget_used, again.restarts, again.cluster_restarts) == (1, 2, 2)
     assert again.failures == record["failures"]
+
+
+def test_a_task_stopped_while_restarting_in_place_is_not_relaunched() -> None:
+    # `tfyarn kill` during a restart in place: the containers of the tasks
+    # that had not registered again are killed, and no new one is asked for.
+    spec = job(tasks={"worker": 2}, max_restarts=1, stop_grace=2)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        state.task_end("worker", 1, 0, 1, "boom")
+        await tick(state, clock)
+        state.stop_job("tfyarn kill", 1)
+        for _ in range(5):
+            await tick(state, clock)
+        assert launcher.started == []
+        for task in state.tasks.values():
+            assert task.state is TaskState.KILLED, task.history
+        assert state.relaunch == set()
+        clock.now += 60
+        await state.reconcile_once()
+
+    state, launcher = run(spec, scenario)
+    assert state.phase is Phase.KILLED, state.diagnostics
+    assert launcher.started == []
+
+
+@pytest.mark.parametrize("settle", ["lead finished", "tfyarn kill"])
+def test_a_replacement_at_a_new_address_does_not_restart_a_settled_job(
+    settle: str,
+) -> None:
+    # The job's outcome is settled (the lead finished, or `tfyarn kill`): a
+    # replacement that registers elsewhere is stopped, not a cluster restart.
+    spec = job(tasks=PS_JOB, max_restarts=1, stop_grace=1)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        state.task_end("worker", 0, 0, 1, "boom")
+        launcher.end("worker_0", "FAILED")
+        await tick(state, clock)
+        await tick(state, clock)
+        assert "worker_2" in launcher.containers
+        if settle == "lead finished":
+            state.task_end("chief", 0, 0, 0, "")
+            settled = Phase.FINISHING
+        else:
+            state.stop_job("tfyarn kill", 1)
+            settled = Phase.STOPPING
+        launcher.grant("worker_2")
+        reregister(state, "worker", 0, 1, 4444)  # its old port was taken
+        assert state.phase is settled
+        assert state.cluster_restarts == 0
+        worker = state.tasks[(Role.WORKER, 0)]
+        assert worker.stop_requested_at is not None
+        # Its stream ends with the Stop (the stream closes after it).
+        watcher = state.watch("worker", 0, 1, 0)
+        events = [pb.ClusterEvent.FromString(e) async for e in watcher.events()]
+        assert events[-1].HasField("stop")
+        for _ in range(60):  # a grace, and after `tfyarn kill` the linger
+            await tick(state, clock)
+            if state.outcome is not None:
+                break
+
+    state, _ = run(spec, scenario)
+    assert state.cluster_restarts == 0
+    expected = Phase.SUCCEEDED if settle == "lead finished" else Phase.KILLED
+    assert state.phase is expected, state.diagnostics
+
+
+def test_no_cluster_forms_once_the_job_is_being_stopped() -> None:
+    # `tfyarn kill` before the cluster formed: the tasks that register after
+    # it get their Stop, not a ClusterSpec, and the job stays STOPPING.
+    spec = job(tasks={"worker": 2})
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        for cid in list(launcher.containers):
+            launcher.grant(cid)
+        state.stop_job("tfyarn kill", 1)
+        register(state, "worker", 0, 2000)
+        register(state, "worker", 1, 2001)
+        assert not state.formed and state.generation == 0
+        assert state.phase is Phase.STOPPING
+        watcher = state.watch("worker", 0, 0, 0)
+        events = [pb.ClusterEvent.FromString(e) async for e in watcher.events()]
+        assert [e.WhichOneof("event") for e in events] == ["stop"]
+        state.request_kill("test over")
+
+    state, _ = run(spec, scenario)
+    assert state.phase is Phase.KILLED

@@ -1,4 +1,4 @@
-"""Issue 13 in the master's state: a bug is not a transient failure.
+"""The restart policy in the master's state: a bug is not a transient failure.
 
 The same script error twice ends the job at once, whatever the budget; a
 task killed by a signal or lost is restarted however often; ``restart_policy``

@@ -1,0 +1,130 @@
+"""A task's attempts: how the master ends one and begins the next.
+
+Two ways, both into the next attempt (RELAUNCHING, see am/transitions.py):
+retired, to a new container (the old one gets a Stop with grace, then is
+killed; the new one is asked for once the old one ended), or restarted in
+place, in the container it holds. :class:`am.state.JobState` decides which
+(am/policy.py) and calls :class:`Attempts`; the reconcile loop carries out the
+kills and launches.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from am.model import (
+    IN_PLACE_REGISTER,
+    KILL_MARGIN,
+    Task,
+    TaskRejected,
+    stop_event,
+)
+from tfyarn.contract.status import TaskState
+
+if TYPE_CHECKING:
+    from am.state import JobState
+
+
+class Attempts:
+    """Ends one job's task attempts and queues the next ones (see the module)."""
+
+    def __init__(self, state: JobState) -> None:
+        self.state = state
+
+    def retire(self, task: Task, reason: str) -> None:
+        """End the task's current attempt (if still alive) and queue the next one.
+
+        The old container gets a Stop with grace and is killed after it; the
+        new attempt is launched only once the old container has ended, so two
+        TensorFlow servers never share the task's port (both bind it with
+        SO_REUSEPORT). ``task.port`` is kept: the new attempt asks for it.
+        """
+        state = self.state
+        task.tell_stop(stop_event(reason, state.spec.stop_grace))
+        task.watchers.clear()
+        # A wedged or silent task cannot use a grace: kill it at once.
+        wedged = task.state is TaskState.LOST
+        self._queue_relaunch(task, 0 if wedged else state.spec.stop_grace + KILL_MARGIN)
+        state.next_attempt(task, reason)
+
+    def restart_in_place(self, task: Task, reason: str) -> None:
+        """Restart a healthy task's script in its own container.
+
+        Its runtime stops the script (SIGTERM, the grace, SIGKILL), starts a
+        fresh interpreter (pre-importing TensorFlow again), and registers as
+        the next attempt from the same container, on the port it holds: no
+        request to YARN, no container start, no localization. Should it not
+        register by ``in_place_by`` (or its container end), the reconcile loop
+        falls back to a new container (:meth:`in_place_failed`).
+        """
+        state = self.state
+        event = stop_event(reason, state.spec.stop_grace, next_attempt=task.attempt + 1)
+        task.tell_stop(event)
+        task.watchers.clear()
+        task.in_place_stop = event
+        task.in_place_by = (
+            state.clock() + state.spec.stop_grace + KILL_MARGIN + IN_PLACE_REGISTER
+        )
+        where = task.yarn_container_id or task.container_id
+        state.next_attempt(task, f"restarting in place in {where}: {reason}")
+
+    def can_restart_in_place(self, task: Task) -> bool:
+        """Its runtime is up, in a live container, and listening: registered
+        and heartbeating, or it just reported its script's failure (it waits
+        a moment for this answer). Lost and silent tasks are not."""
+        live = task.state in (TaskState.REGISTERED, TaskState.RUNNING) or (
+            task.state is TaskState.FAILED and task.exit_code is not None
+        )
+        return (
+            live
+            and task.last_heartbeat is not None  # registered in this attempt
+            and task.container_id is not None
+            and self._container_alive(task.container_id)
+            and task.stop_requested_at is None
+            and task.in_place_stop is None
+        )
+
+    def in_place_failed(self, task: Task, why: str) -> None:
+        """A restart in place did not come back: ask YARN for a new container.
+
+        Not charged to the budget: it is the same restart, carried out the
+        ordinary way. A live container is killed first (at once: it had its grace).
+        """
+        state = self.state
+        self._queue_relaunch(task, 0)
+        if task.retiring:
+            task.attempt += 1  # its late registration, before the kill, is refused
+        state.note(task, f"restart in place failed ({why}): asking for a new container")
+
+    def in_place_previous(self, role: str, index: int, attempt: int) -> Task | None:
+        """The task, if ``attempt`` is the one it is restarting in place from.
+
+        That attempt's heartbeats are accepted and a reconnecting stream gets
+        its Stop again: refused, the runtime would exit instead of restarting.
+        """
+        state = self.state
+        try:
+            task = state.task(role, index)
+        except TaskRejected:
+            return None
+        if task.in_place_stop is not None and attempt == task.attempt - 1:
+            return task
+        return None
+
+    def _queue_relaunch(self, task: Task, grace: float) -> None:
+        """Leave the task's container behind: the reconcile loop kills it if
+        still alive after ``grace`` seconds, then asks YARN for a new one."""
+        state = self.state
+        old = task.container_id
+        task.retiring = old if old is not None and self._container_alive(old) else None
+        task.retire_by = state.clock() + grace
+        task.retire_killed = False
+        task.in_place_stop = None
+        task.container_id = task.yarn_container_id = task.node = None
+        state.relaunch.add(task)
+        state.poke()
+
+    def _container_alive(self, container_id: str) -> bool:
+        state = self.state
+        info = state.containers.get(container_id)
+        return info is None or not info.ended
