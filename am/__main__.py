@@ -84,7 +84,8 @@ async def serve(
         # see TFYARN_RESTART > 0 and resume from their checkpoint. Restarts
         # charged before still count against max_restarts.
         state.resume_after_master_loss(attempt, await launcher.previous_restarts())
-    # HDFS delegation tokens: refreshed with a keytab, else a warning (issue 12).
+    # HDFS delegation tokens: refreshed with a keytab, else a warning that jobs
+    # outliving the tokens' lifetime will lose HDFS access.
     keeper = keeper_for(state)
     if keeper is not None and keeper.due():
         # The submission's tokens are (nearly) of no use already: tasks

@@ -50,7 +50,7 @@ class MasterSession:
         self.reached_master = threading.Event()  # any call answered
         self.done = threading.Event()
         self.registration: pb.RegisterTaskRequest | None = None
-        self.credentials_version = 0  # the newest fresh tokens written (issue 12)
+        self.credentials_version = 0  # the newest fresh delegation tokens written
         # Without a master for this long the job is over (YARN ends the
         # containers of a dead master; this is the bound if it does not).
         self.master_lost_after = max(
@@ -184,7 +184,7 @@ class MasterSession:
             return
         if self.cluster is not None:
             # TF_CONFIG of a running script cannot change; a later generation
-            # matters to restarts (issue 5), which start a new attempt.
+            # matters only to cluster restarts, which start a new attempt.
             log.info("cluster generation %d received", spec.generation)
         self.cluster = spec
         self.cluster_ready.set()
