@@ -120,15 +120,6 @@ def diagnostic(
         )
     else:
         who = f"the Python {given_python or python} (Python {version})"
-    problems = []
-    if old:
-        wanted = ".".join(str(n) for n in MIN_PYTHON)
-        problems.append(f"it is older than the Python {wanted} tfyarn needs")
-    if missing:
-        names = ", ".join(dict.fromkeys(name for name, _, _ in missing))
-        problems.append(
-            f"it cannot import {names} ({missing[0][2]}), which the master needs"
-        )
     if python_env:
         fix = (
             "Install tfyarn into that environment (pip install tfyarn brings "
@@ -145,8 +136,36 @@ def diagnostic(
         )
     return (
         f"tfyarn: the application master cannot start on node {node}: {who}: "
-        f"{'; '.join(problems)}. {fix}"
+        f"{problems(missing, old)}. {fix}"
     )
+
+
+def problems(missing: "list[tuple[str, str, str]]", old: bool) -> str:
+    """What is wrong with this interpreter, as the master and the client say it."""
+    found = []
+    if old:
+        wanted = ".".join(str(n) for n in MIN_PYTHON)
+        found.append(f"it is older than the Python {wanted} tfyarn needs")
+    if missing:
+        names = ", ".join(dict.fromkeys(name for name, _, _ in missing))
+        found.append(
+            f"it cannot import {names} ({missing[0][2]}), which the master needs"
+        )
+    return "; ".join(found)
+
+
+def report() -> "dict[str, object]":
+    """This interpreter's version and :func:`problems` ("" when it can run the master).
+
+    The client runs this file with a local ``--python`` (``--report``) before
+    submitting, so the master's own check is the only list of what it needs.
+    """
+    missing = missing_modules()
+    old = sys.version_info[:2] < MIN_PYTHON
+    return {
+        "version": ".".join(str(n) for n in sys.version_info[:3]),
+        "problems": problems(missing, old),
+    }
 
 
 def end_application(diagnostics: str) -> None:
@@ -203,3 +222,7 @@ def _why(exc: BaseException) -> str:
     if type(exc).__name__ == "ModuleNotFoundError":
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--report"]:
+    sys.stdout.write(json.dumps(report()) + "\n")

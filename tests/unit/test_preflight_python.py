@@ -43,9 +43,11 @@ def test_a_python_without_tfyarn_is_refused_naming_what_it_lacks(
     said = str(refused.value)
     version = ".".join(str(n) for n in sys.version_info[:3])
     assert said.startswith(f"--python {bare_python} (Python {version} on this machine)")
+    # The master's own check ran there (am/dependencies.py): its list, its words.
     assert (
-        "it cannot import grpc, grpc_health, google.protobuf, skein, yaml, "
-        "prometheus_client, tfyarn (ModuleNotFoundError: No module named 'grpc')"
+        "it cannot import grpc, grpc_health, google.protobuf, yaml, "
+        "prometheus_client, tfyarn, skein (No module named 'grpc'), which the "
+        "master needs"
     ) in said
     assert "--python_env auto" in said
 
@@ -82,6 +84,17 @@ def test_the_clients_own_pythonpath_is_not_the_containers(
 def test_paths_not_on_this_machine_are_left_to_the_nodes() -> None:
     preflight.check_interpreter("/opt/python3.99/bin/python")  # nodes may have it
     preflight.check_interpreter("python3")  # found on each node's PATH
+
+
+def test_a_python_too_old_to_compile_the_check_is_refused(tmp_path: Path) -> None:
+    old = tmp_path / "python"
+    old.write_text(
+        "#!/bin/sh\necho '  File \"dependencies.py\", line 50' >&2\n"
+        "echo 'SyntaxError: invalid syntax' >&2\nexit 1\n"
+    )
+    old.chmod(0o755)
+    with pytest.raises(SpecError, match=r"too old .* tfyarn needs Python 3.10"):
+        preflight.check_interpreter(str(old))
 
 
 def test_something_that_is_not_python_is_refused(tmp_path: Path) -> None:

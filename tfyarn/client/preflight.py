@@ -17,41 +17,16 @@ import subprocess
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tfyarn import _paths
 from tfyarn.client.connection import yarn_errors
 from tfyarn.errors import SpecError
 from tfyarn.spec import ROLES, JobSpec, Role
 
 log = logging.getLogger("tfyarn.client")
 
-# What the master and the tasks import from their interpreter (import name ->
-# the name a user knows); am/dependencies.py checks the same in the master.
-REQUIRED_MODULES = {
-    "grpc": "grpc",
-    "grpc_health.v1.health": "grpc_health",
-    "google.protobuf": "google.protobuf",
-    "skein": "skein",
-    "yaml": "yaml",
-    "prometheus_client": "prometheus_client",
-    "tfyarn.spec": "tfyarn",
-}
-# tfyarn's requires-python (pyproject.toml).
-MIN_PYTHON = (3, 10)
 # Importing grpc, skein and tfyarn takes a second; a hung interpreter
 # (a dead NFS mount) must not hold up the submit.
 PROBE_TIMEOUT = 20.0
-# Runs in the interpreter being checked: any Python, even 2.7.
-_PROBE = """\
-import importlib, json, sys
-missing = []
-for name in sys.argv[1:]:
-    try:
-        importlib.import_module(name)
-    except Exception as exc:
-        why = [type(exc).__name__, str(exc), getattr(exc, "name", None) or ""]
-        missing.append([name] + why)
-found = {"version": list(sys.version_info[:3]), "missing": missing}
-sys.stdout.write(json.dumps(found) + "\\n")
-"""
 # The client's own settings the containers do not get (YARN starts them with
 # the NodeManager's environment and the job's --env).
 _CLIENT_ONLY = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONSAFEPATH")
@@ -63,8 +38,9 @@ def check_interpreter(python: str, *, env: Mapping[str, str] | None = None) -> N
     Only an absolute path that exists here is checked (nodes run the
     interpreter at that path; another name or path is left to them): it is
     run once, bounded by :data:`PROBE_TIMEOUT`, without this client's
-    ``PYTHONPATH`` but with the job's ``env``, and from ``/``, to import
-    every module of :data:`REQUIRED_MODULES`.
+    ``PYTHONPATH`` but with the job's ``env``, and from ``/``, on the
+    master's own check (``am/dependencies.py --report``): what the master
+    needs is listed there alone.
 
     Raises
     ------
@@ -78,7 +54,7 @@ def check_interpreter(python: str, *, env: Mapping[str, str] | None = None) -> N
     probe_env.update(env or {})
     try:
         done = subprocess.run(
-            [python, "-c", _PROBE, *REQUIRED_MODULES],
+            [python, str(_paths.am_dir() / "dependencies.py"), "--report"],
             env=probe_env,
             cwd="/",
             capture_output=True,
@@ -100,53 +76,26 @@ def check_interpreter(python: str, *, env: Mapping[str, str] | None = None) -> N
         ) from None
     try:
         found = json.loads(done.stdout.strip().splitlines()[-1])
-        version = ".".join(str(n) for n in found["version"])
-        missing = [tuple(m) for m in found["missing"]]
+        version, problems = str(found["version"]), str(found["problems"])
     except (ValueError, IndexError, KeyError, TypeError):
         said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        if "SyntaxError" in done.stderr:
+            said = "too old to compile tfyarn's check; tfyarn needs Python 3.10+"
         raise SpecError(
             f"--python {python} did not run as a Python interpreter on this "
             f"machine ({said}); give the path of a Python that has tfyarn "
             "installed"
         ) from None
-    old = tuple(found["version"][:2]) < MIN_PYTHON
-    if missing or old:
-        raise SpecError(_unfit(python, version, missing, old=old))
-
-
-def _unfit(
-    python: str, version: str, missing: list[tuple[str, ...]], *, old: bool
-) -> str:
-    problems = []
-    if old:
-        wanted = ".".join(str(n) for n in MIN_PYTHON)
-        problems.append(f"it is older than the Python {wanted} tfyarn needs")
-    if missing:
-        names = ", ".join(dict.fromkeys(_shown(*m) for m in missing))
-        first = missing[0]
-        problems.append(f"it cannot import {names} ({first[1]}: {first[2]})")
-    return (
-        f"--python {python} (Python {version} on this machine) cannot run "
-        f"tfyarn's master or tasks: {'; '.join(problems)}, so the job would fail "
-        "on its first import. Give --python a Python that has tfyarn installed "
-        "(at that path on every node), or ship an environment with the job "
-        "instead: --python_env auto (this client's virtualenv or conda "
-        "environment), or --python_env with a virtualenv, conda environment "
-        "or archive of one"
-    )
-
-
-def _shown(name: str, kind: str, message: str, missing: str = "") -> str:
-    """The module a user knows; the dependency when that is what was missing."""
-    shown = REQUIRED_MODULES.get(name, name)
-    if kind != "ModuleNotFoundError" or not missing:
-        return shown
-    related = (
-        missing == shown
-        or shown.startswith(missing + ".")
-        or missing.startswith(shown + ".")
-    )
-    return shown if related else missing
+    if problems:
+        raise SpecError(
+            f"--python {python} (Python {version} on this machine) cannot run "
+            f"tfyarn's master or tasks: {problems}, so the job would fail on its "
+            "first import. Give --python a Python that has tfyarn installed (at "
+            "that path on every node), or ship an environment with the job "
+            "instead: --python_env auto (this client's virtualenv or conda "
+            "environment), or --python_env with a virtualenv, conda environment "
+            "or archive of one"
+        )
 
 
 def check_queue(yarn: Any, queue: str) -> None:
