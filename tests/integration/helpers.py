@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,3 +147,11 @@ def rm_address() -> str:
     """The ResourceManager's web address, from the cluster's yarn-site.xml."""
     yarn = HadoopConf(os.environ["HADOOP_CONF_DIR"]).yarn
     return yarn.get("yarn.resourcemanager.webapp.address", "127.0.0.1:8088")
+
+
+def app_attempts(app_id: str) -> list[dict[str, Any]]:
+    """The application's attempts, as YARN's RM REST API lists them."""
+    url = f"http://{rm_address()}/ws/v1/cluster/apps/{app_id}/appattempts"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body = json.load(response)
+    return list(body["appAttempts"]["appAttempt"])

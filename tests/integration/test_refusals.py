@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import REPO, TFYARN
+from helpers import REPO, TFYARN, Job, app_attempts
 
-from tfyarn.client import connection
+from tfyarn.client import connection, submission
 from tfyarn.errors import TfyarnError
+from tfyarn.spec import JobSpec
 
 pytestmark = pytest.mark.yarn
 
@@ -187,3 +188,38 @@ def test_no_traceback_when_yarn_is_not_on_path(ok_script: str) -> None:
     env = {**os.environ, "PATH": ""}
     done = tfyarn("submit", *SMALL, ok_script, env=env)
     assert_clean_refusal(done, "no YARN cluster", "yarn not found")
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's: no grpc, no tfyarn
+
+
+@pytest.mark.skipif(
+    not os.path.exists(SYSTEM_PYTHON), reason=f"no {SYSTEM_PYTHON} on this machine"
+)
+def test_a_python_without_tfyarn_is_refused_before_submitting(ok_script: str) -> None:
+    done = tfyarn("submit", *SMALL, "--python", SYSTEM_PYTHON, ok_script)
+    assert_clean_refusal(done, SYSTEM_PYTHON, "cannot import grpc", "--python_env")
+    assert "Submitted" not in done.stdout
+
+
+@pytest.mark.skipif(
+    not os.path.exists(SYSTEM_PYTHON), reason=f"no {SYSTEM_PYTHON} on this machine"
+)
+def test_a_master_without_its_modules_ends_the_job_at_once_naming_them(
+    skein_client: Any, ok_script: str
+) -> None:
+    # Past the client's check (a Python API caller, or an interpreter that
+    # exists only on the nodes): the master itself finds what it lacks.
+    spec = JobSpec(
+        script=ok_script,
+        python=SYSTEM_PYTHON,
+        am_memory_mib=512,
+        tasks={"worker": {"count": 1, "memory": "256 MiB"}},
+    ).validate()
+    app_id = submission.submit_spec(skein_client, spec)
+    final = Job(app_id, skein_client).wait_for_end(timeout=HANG)
+    assert final.final_status == "FAILED", final
+    for word in (SYSTEM_PYTHON, "cannot import grpc", "--python_env", "on node"):
+        assert word in final.diagnostics, (word, final.diagnostics)
+    # An interpreter that lacks a module lacks it on the next attempt too.
+    assert len(app_attempts(app_id)) == 1

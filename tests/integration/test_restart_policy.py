@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from _faults import kill_task
-from helpers import rm_address, running_job
+from helpers import app_attempts, rm_address, running_job
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
@@ -34,14 +34,6 @@ QUICK: dict[str, Any] = {
     "worker_grace": 3,
 }
 ERROR = "ValueError: invalid literal for int() with base 10: 'ten'"
-
-
-def app_attempts(app_id: str) -> list[dict[str, Any]]:
-    """The application's attempts, as YARN's RM REST API lists them."""
-    url = f"http://{rm_address()}/ws/v1/cluster/apps/{app_id}/appattempts"
-    with urllib.request.urlopen(url, timeout=10) as response:
-        body = json.load(response)
-    return list(body["appAttempts"]["appAttempt"])
 
 
 def app_report(app_id: str) -> dict[str, Any]:
