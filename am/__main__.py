@@ -36,6 +36,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from am.launcher import Launcher
 from am.metrics import JobMetrics, PublishedSnapshot
+from am.record import keep_when_stopped
 from am.servicer import create_server, mark_serving
 from am.state import JobState
 from am.tensorboard import TensorBoard
@@ -118,6 +119,10 @@ async def serve(
             _add_tensorboard_page(tensorboard, launcher)
         )
 
+    # `tfyarn kill` kills the application right after the tasks stopped: the
+    # job's record must be kept before that (am/record.py).
+    stop_record = asyncio.create_task(keep_when_stopped(state))
+
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(
         signal.SIGTERM,
@@ -126,6 +131,7 @@ async def serve(
     try:
         phase, _ = await state.run()
     finally:
+        stop_record.cancel()
         if tokens is not None:
             tokens.cancel()
         if tensorboard is not None:
@@ -232,7 +238,9 @@ def main() -> int:
     configure_process()
     skein = import_skein()
 
-    from am.launcher import SkeinLauncher, marker_url
+    from am.launcher import SkeinLauncher, marker_url, record_files
+    from am.record import JobRecord
+    from tfyarn.contract.record import record_url
 
     try:
         spec = JobSpec.from_env(os.environ[_env.JOB])
@@ -253,6 +261,9 @@ def main() -> int:
             # YARN may cap attempts lower (yarn.resourcemanager.am.max-attempts);
             # then skein unregisters too, which is harmless.
             last_attempt=attempt >= spec.max_am_attempts,
+            # Beside tfyarn's other files of this user: skein's application
+            # directory is deleted when the application ends.
+            record=JobRecord(record_url(user, str(app.id)), record_files),
         )
         return asyncio.run(serve(spec, launcher, host=host))
     except Exception as exc:

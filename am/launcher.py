@@ -14,9 +14,12 @@ import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfyarn.contract import env as _env
+
+if TYPE_CHECKING:
+    from am.record import JobRecord
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -98,6 +101,17 @@ class Launcher:
         """The restart record an earlier master attempt left, if any."""
         return None
 
+    @property
+    def keeps_records(self) -> bool:
+        """Whether :meth:`keep_record` keeps the job's final record anywhere."""
+        return False
+
+    async def keep_record(self, status: str) -> bool:
+        """Keep the job's final status (JSON) where ``tfyarn status`` reads it
+        after the application ended (am/record.py); whether it is kept.
+        Bounded: never holds up the application's end."""
+        return False
+
 
 class SkeinLauncher(Launcher):
     """The real thing: skein's ``ApplicationClient`` from inside the AM container."""
@@ -110,6 +124,7 @@ class SkeinLauncher(Launcher):
         final_marker: str | None = None,
         restarts_marker: str | None = None,
         last_attempt: bool = True,
+        record: JobRecord | None = None,
     ) -> None:
         self._app = app
         # Not YARN's last master attempt: skein would leave a FAILED or KILLED
@@ -119,6 +134,7 @@ class SkeinLauncher(Launcher):
         self._pool = ThreadPoolExecutor(threads, thread_name_prefix="skein")
         self.final_marker = final_marker
         self.restarts_marker = restarts_marker
+        self.record = record
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
@@ -215,6 +231,13 @@ class SkeinLauncher(Launcher):
     async def previous_restarts(self) -> dict[str, Any] | None:
         return await self._read_marker(self.restarts_marker)
 
+    @property
+    def keeps_records(self) -> bool:
+        return self.record is not None
+
+    async def keep_record(self, status: str) -> bool:
+        return await self.record.keep(status) if self.record else False
+
     async def _read_marker(self, url: str | None) -> dict[str, Any] | None:
         """An earlier attempt's JSON marker; None if absent or unreadable.
 
@@ -240,6 +263,14 @@ def marker_url(app_id: str, user: str, name: str) -> str:
     decision, the restarts so far): skein's application directory on HDFS,
     which lives until the application's last attempt ends."""
     return f"hdfs:///user/{user}/.skein/{app_id}/tfyarn.{name}.json"
+
+
+def record_files(url: str) -> Any:
+    """The file system of a record's URL: tfyarn's HDFS client, with its
+    deadlines and error mapping (am/record.py writes through it)."""
+    from tfyarn.data import fs
+
+    return fs.resolve(url)
 
 
 def _write_marker(url: str, data: bytes) -> None:
@@ -276,7 +307,8 @@ class FakeLauncher(Launcher):
     """In-memory YARN for unit tests: containers wait until a test grants them.
 
     Tests drive it with :meth:`grant` and :meth:`end`, and read what the master
-    did from ``started``, ``killed``, ``kv``, ``progress`` and ``final``. With
+    did from ``started``, ``killed``, ``kv``, ``progress``, ``final`` and
+    ``record`` (the final record it kept). With
     ``kill_error`` set, every kill raises it (YARN refusing), and is counted
     in ``kill_attempts`` all the same. The job's initial containers (declared
     in the application spec) are in ``declared``, those asked for later in
@@ -293,6 +325,7 @@ class FakeLauncher(Launcher):
     pages: dict[str, str] = field(default_factory=dict)
     final: tuple[str, str] | None = None
     restarts_record: dict[str, Any] | None = None
+    record: str | None = None  # the job's final record, once kept
     kill_error: Exception | None = None
     kill_attempts: list[str] = field(default_factory=list)
     _next: dict[str, int] = field(default_factory=dict)
@@ -353,6 +386,15 @@ class FakeLauncher(Launcher):
 
     async def previous_restarts(self) -> dict[str, Any] | None:
         return self.restarts_record
+
+    @property
+    def keeps_records(self) -> bool:
+        return True
+
+    async def keep_record(self, status: str) -> bool:
+        if self.record is None:  # the first one stays, as on HDFS
+            self.record = status
+        return True
 
     async def publish(self, key: str, value: str) -> None:
         self.kv[key] = value

@@ -85,6 +85,17 @@ def snapshot(state: JobState, *, keep: int | None = None) -> dict[str, Any]:
     ).to_dict()
 
 
+def status_document(state: JobState) -> tuple[dict[str, Any], str]:
+    """The snapshot and its JSON as published: without per-task history if
+    the whole would not fit in skein's key-value store."""
+    doc = snapshot(state)
+    text = json.dumps(doc)
+    if len(text) > MAX_STATUS_BYTES:
+        doc = snapshot(state, keep=0)
+        text = json.dumps(doc)
+    return doc, text
+
+
 def yarn_progress(state: JobState) -> float:
     """0-0.1 while registering, then the lead's step/total_steps if it reports them."""
     if state.phase.is_terminal():
@@ -135,11 +146,7 @@ class Publisher:
         ):
             self.dirty = False
             started = time.perf_counter()
-            doc = snapshot(state)
-            status = json.dumps(doc)
-            if len(status) > MAX_STATUS_BYTES:
-                doc = snapshot(state, keep=0)
-                status = json.dumps(doc)
+            doc, status = status_document(state)
             self.last_status = status
             self._snapshot_cost = time.perf_counter() - started
             self._published_at = now

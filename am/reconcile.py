@@ -520,9 +520,10 @@ class Reconciler:
     async def finish(self, phase: Phase, diagnostics: str) -> tuple[Phase, str]:
         """End the application with the job's outcome (its phase already entered).
 
-        Every task is told to stop, the final status published and YARN told
-        (unless YARN is killing the application already); returns the phase and
-        the diagnostics as YARN keeps them.
+        Every task is told to stop, the final status published and kept as
+        the job's record (am/record.py), and YARN told (unless YARN is killing
+        the application already); returns the phase and the diagnostics as
+        YARN keeps them.
         """
         state = self.state
         launcher = state.launcher
@@ -541,6 +542,11 @@ class Reconciler:
             await launcher.set_progress(1.0)
         except Exception:
             log.exception("could not publish the final status")
+        # The key-value store ends with the application: keep the snapshot
+        # just published where `tfyarn status` reads it afterwards (bounded).
+        from am.record import keep_final
+
+        await keep_final(launcher, state.last_status)
         # A killed app is already being torn down by YARN, unless the client
         # that stopped it never came back to kill it.
         if phase is not Phase.KILLED or self._shutdown_killed:
