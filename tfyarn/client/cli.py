@@ -115,8 +115,9 @@ def add_commands(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "status",
         help="show a job's state, diagnostics and tasks",
-        description="Show a job's YARN state, final status, diagnostics and, "
-        "while it runs, the master's per-task table.",
+        description="Show a job's YARN state, final status, diagnostics and "
+        "the master's per-task table: live while the job runs, from the "
+        "final record the master kept on HDFS once it ended.",
     )
     p.add_argument("app_id", help="application id (application_...)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -135,7 +136,9 @@ def add_commands(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "list",
         help="list tfyarn jobs",
-        description="List tfyarn jobs (YARN applications tagged 'tfyarn').",
+        description="List tfyarn jobs (YARN applications tagged 'tfyarn'): "
+        "YARN's view only; `tfyarn status APP` shows one job's tasks, "
+        "attempts and restarts, also after it ended.",
     )
     p.add_argument("--all", action="store_true", help="include ended jobs")
     p.set_defaults(func=_on_command_line(_list))
@@ -414,13 +417,18 @@ def _status(ns: argparse.Namespace) -> int:
         print(
             "diagnostics:  " + st.diagnostics.strip().replace("\n", "\n              ")
         )
+    if st.record_missing:
+        print(f"record:       none: {st.record_missing}")
     if st.master:
         m = st.master
         formed = "yes" if m.cluster_formed_at else "not yet"
+        final = " (final record)" if st.record else ""
         print(
             f"master:       phase {m.phase.value}, generation {m.generation}, "
-            f"restarts {m.restarts}, cluster formed: {formed}"
+            f"restarts {m.restarts}, cluster formed: {formed}{final}"
         )
+        if st.record:
+            print(f"record:       {st.record}, kept by the master as the job ended")
         for line in _token_lines(m):
             print(line)
         counts = narrator.role_counts(m.tasks)

@@ -1,16 +1,17 @@
 """Jobs on the cluster: the status of one, the list of all, and killing one gracefully.
 
 A job's status joins two views: YARN's application report (state, final
-status, diagnostics) and, while it runs, the master's published
-:class:`~tfyarn.contract.status.JobStatus` (phase and every task), read from the
-application's key-value store through the contract's types.
+status, diagnostics) and the master's :class:`~tfyarn.contract.status.JobStatus`
+(phase and every task), read through the contract's types: while the job runs
+from the application's key-value store, after it ended from the final record
+the master kept on HDFS (:mod:`tfyarn.contract.record`).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -24,11 +25,16 @@ from tfyarn.client.connection import (
     yarn_errors,
 )
 from tfyarn.contract.exit_codes import MEANING, explain_diagnostics, explain_exit
+from tfyarn.contract.record import PENDING, RECORD_KEY, WRITE_DEADLINE, record_url
 from tfyarn.contract.status import MASTER_KEY, STATUS_KEY, SUMMARY_KEY, JobSummary
 from tfyarn.contract.status import JobStatus as MasterStatus
+from tfyarn.errors import TfyarnError
 
 # How long `kill` waits for YARN to report the application ended.
 KILL_WAIT = 30.0
+# How long `kill` lets the master keep the job's record before YARN's kill:
+# the master's own bound on the write, and a little for the store to say so.
+RECORD_WAIT = WRITE_DEADLINE + 5.0
 # skein's AM calls the master's command (``exec <python> -u -m am``) the
 # "application driver"; its exit code is the command's.
 _MASTER_EXIT = re.compile(r"Application driver failed with exit code (-?\d+)")
@@ -54,8 +60,14 @@ class JobStatus:
     host
         The node of the (latest) application master, as YARN reports it.
     master
-        The master's latest published status (phase, every task) while the job
-        runs; ``None`` before the master publishes one and after the job ends.
+        The master's status (phase, every task with its attempts, restarts,
+        generation): its latest published one while the job runs, the final
+        record it kept once the job ended; ``None`` before the master publishes
+        one, and for an ended job without a record (``record_missing`` says why).
+    record
+        Where the final record ``master`` was read from (an ended job), else "".
+    record_missing
+        Why an ended job has no final record, in plain words; "" otherwise.
     """
 
     app_id: str
@@ -72,6 +84,8 @@ class JobStatus:
     started: datetime | None = None
     finished: datetime | None = None
     master: MasterStatus | None = field(default=None, compare=False)
+    record: str = ""
+    record_missing: str = ""
 
     @property
     def done(self) -> bool:
@@ -100,7 +114,10 @@ class JobStatus:
 
 
 def status(app_id: str, *, client: Any | None = None) -> JobStatus:
-    """The state of one job, with the master's per-task view while it runs.
+    """The state of one job, with the master's per-task view.
+
+    While the job runs the view is the master's latest published status;
+    after it ended, the final record the master kept on HDFS (one read).
 
     Raises
     ------
@@ -127,6 +144,14 @@ def status(app_id: str, *, client: Any | None = None) -> JobStatus:
                     master = read_master_status(app)
                 finally:
                     app.close()
+    if str(report.state) in DONE:
+        # The key-value store ended with the application.
+        final = read_record(str(report.user or ""), app_id)
+        return replace(
+            status_from_report(report, final.status),
+            record=final.url if final.status else "",
+            record_missing=final.missing,
+        )
     return status_from_report(report, master)
 
 
@@ -134,6 +159,9 @@ def list_jobs(
     *, all_states: bool = False, client: Any | None = None
 ) -> list[JobStatus]:
     """tfyarn jobs on the cluster (those tagged ``tfyarn``), oldest first.
+
+    YARN's view only (one call for every job): no master status, running or
+    recorded; :func:`status` gives one job's.
 
     Parameters
     ----------
@@ -271,6 +299,7 @@ def stop_job(
         while time.monotonic() < deadline:
             try:
                 if MasterStatus.from_json(app.kv[STATUS_KEY]).all_ended():
+                    wait_for_record(app)
                     return True
             except (skein.exceptions.SkeinError, KeyError, ValueError):
                 pass  # not published yet, or the application is going away
@@ -280,6 +309,88 @@ def stop_job(
         return False  # the hard kill follows anyway
     finally:
         master.close()
+
+
+def wait_for_record(app: Any, *, bound: float = RECORD_WAIT) -> bool:
+    """Wait until the master has kept the job's record, or given up on it.
+
+    The master keeps it once the stopped tasks ended (:data:`RECORD_KEY`
+    leaves ``pending``); YARN's kill would leave it no time. Returns whether
+    the wait ended in time; a master that keeps no record (the key unset)
+    needs none.
+    """
+    import skein
+
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        try:
+            value = app.kv.get(RECORD_KEY)
+        except (skein.exceptions.SkeinError, ConnectionError, OSError):
+            return True  # the application is going away: nothing to wait for
+        if not value or value.decode() != PENDING:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@dataclass(frozen=True)
+class FinalRecord:
+    """What :func:`read_record` found: the master's final status, or why none."""
+
+    url: str
+    status: MasterStatus | None = None
+    missing: str = ""
+
+
+def read_record(user: str, app_id: str) -> FinalRecord:
+    """The final record the master of ``app_id`` (run by ``user``) kept on HDFS.
+
+    Never raises for an absent or unreadable record: ``missing`` says why
+    there is none, in words for the person who asked.
+    """
+    from tfyarn.data.fs.errors import HdfsAuthError
+
+    if not user:
+        return FinalRecord(
+            "", missing="YARN names no user for the job: no record to look for"
+        )
+    url = record_url(user, app_id)
+    try:
+        raw = _record_bytes(url)
+    except FileNotFoundError:
+        return FinalRecord(
+            url,
+            missing=(
+                f"no final record at {url}: the job ended before tfyarn kept "
+                "records, or its master ended without writing one (killed "
+                "outright by YARN, lost with its node, or HDFS failed it); the "
+                f"master's log says which: tfyarn logs {app_id} --task master"
+            ),
+        )
+    except HdfsAuthError as exc:
+        return FinalRecord(url, missing=f"could not read the final record: {exc}")
+    except PermissionError:
+        return FinalRecord(
+            url,
+            missing=f"the final record at {url} is readable by its owner ({user}) only",
+        )
+    except (TfyarnError, OSError) as exc:
+        return FinalRecord(
+            url, missing=f"could not read the final record at {url}: {exc}"
+        )
+    try:
+        return FinalRecord(url, MasterStatus.from_json(raw))
+    except ValueError as exc:
+        return FinalRecord(
+            url, missing=f"the final record at {url} cannot be read: {exc}"
+        )
+
+
+def _record_bytes(url: str) -> bytes:
+    """The record's bytes (through tfyarn's HDFS client, with its deadlines)."""
+    from tfyarn.data import fs
+
+    return fs.resolve(url).read_bytes(url)
 
 
 def app_client(yarn: Any, app_id: str) -> Any | None:
