@@ -6,6 +6,8 @@ gRPC contract in ``proto/`` (generated code in ``tfyarn._proto``):
 - :mod:`~tfyarn.contract.env`: the environment variables that carry a task's identity;
 - :mod:`~tfyarn.contract.status`: the published job status, its phases, task
   states and key-value store keys;
+- :mod:`~tfyarn.contract.record`: where the master keeps a job's final status
+  on HDFS for ``tfyarn status`` after the job ended;
 - :mod:`~tfyarn.contract.heartbeat`: heartbeat interval and timeout;
 - :mod:`~tfyarn.contract.clusterspec`: the ClusterSpec's wire layout;
 - :mod:`~tfyarn.contract.channel`: the mutual-TLS channel to the master, where
