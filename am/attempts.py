@@ -47,6 +47,13 @@ class Attempts:
         self._queue_relaunch(task, 0 if wedged else state.spec.stop_grace + KILL_MARGIN)
         state.next_attempt(task, reason)
 
+    def replace(self, task: Task, reason: str) -> None:
+        """Bring a failed task back alone: in place if it can, else anew."""
+        if self.can_restart_in_place(task):
+            self.restart_in_place(task, f"{task.key} restarts: {reason}")
+        else:
+            self.retire(task, f"{task.key} is replaced: {reason}")
+
     def restart_in_place(self, task: Task, reason: str) -> None:
         """Restart a healthy task's script in its own container.
 

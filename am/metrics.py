@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from tfyarn.contract.exit_codes import DISRUPTIONS
 from tfyarn.contract.status import Phase, TaskState
 
 Snapshot = Callable[[], dict[str, Any]]
@@ -142,6 +143,7 @@ class SnapshotCollector(Collector):
             snap.get("generation", 0),
         )
         yield from self._restarts(snap)
+        yield from self._disruptions(snap)
         formed, started = snap.get("cluster_formed_at"), snap.get("started")
         if formed is not None and started is not None:
             yield _gauge(
@@ -196,6 +198,31 @@ class SnapshotCollector(Collector):
         for kind, n in kinds.items():
             by_reason.add_metric([kind], n)
         yield by_reason
+
+    def _disruptions(self, snap: dict[str, Any]) -> Iterator[Metric]:
+        """Containers YARN took back (preemption first), outside max_restarts."""
+        by_kind = CounterMetricFamily(
+            "tfyarn_disruptions",
+            "Containers YARN took back through no fault of the job, by kind "
+            "(preempted, released, disks failed, ...); not charged to max_restarts",
+            labels=["kind"],
+        )
+        kinds = {word: 0 for word in DISRUPTIONS.values()}
+        kinds.update(snap.get("disruption_kinds") or {})
+        for kind, n in sorted(kinds.items()):
+            by_kind.add_metric([kind], n)
+        yield by_kind
+        yield CounterMetricFamily(
+            "tfyarn_preemptions",
+            "Task containers the scheduler preempted (also in tfyarn_disruptions)",
+            value=kinds.get("preempted", 0),
+        )
+        if snap.get("max_disruptions") is not None:
+            yield _gauge(
+                "tfyarn_max_disruptions",
+                "The job's max_disruptions",
+                snap["max_disruptions"],
+            )
 
     def _per_task(
         self, tasks: list[dict[str, Any]], rates: dict[str, float]

@@ -19,12 +19,18 @@ class Action(Enum):
     FAIL_JOB = "fail the job: the restart budget is used up"
     FAIL_REPEATED = "fail the job: the same error again"
     FAIL_NOT_RETRIED = "fail the job: the restart policy does not retry this"
+    FAIL_DISRUPTED = "fail the job: YARN took its containers back too often"
     REPLACE_TASK = "replace the task alone"
     RESTART_CLUSTER = "restart the whole TensorFlow cluster"
     IGNORE = "ignore"  # the job's outcome (or a restart) is already decided
 
     def fails(self) -> bool:
-        return self in (Action.FAIL_JOB, Action.FAIL_REPEATED, Action.FAIL_NOT_RETRIED)
+        return self in (
+            Action.FAIL_JOB,
+            Action.FAIL_REPEATED,
+            Action.FAIL_NOT_RETRIED,
+            Action.FAIL_DISRUPTED,
+        )
 
 
 class Failure(Enum):
@@ -33,14 +39,18 @@ class Failure(Enum):
     EXIT = "the script exited with an error"
     RETRY_EXIT = "the script asked for a restart (an exit code of retry_exit_codes)"
     SIGNAL = "the script was killed by a signal"
-    LOST = "the container ended without a report (lost, preempted, node gone)"
+    LOST = "the container ended without a report (lost, killed, node gone)"
+    # YARN took the container back through no fault of the job (preempted,
+    # its node lost, its disks failed): outside the restart budget, within
+    # max_disruptions (Kubernetes' pod failure policy ignores disruptions too).
+    DISRUPTED = "YARN took the container back (preempted, node lost, disks failed)"
     SILENT = "no heartbeat (a wedged process, a dead node or network)"
     UNREGISTERED = "not registered in time"
     STALL = "no training progress"
 
     def is_transient(self) -> bool:
         """Bad luck that a new attempt may not meet again (Kubeflow's "retryable")."""
-        return self in (Failure.SIGNAL, Failure.LOST, Failure.SILENT)
+        return self in (Failure.SIGNAL, Failure.LOST, Failure.SILENT, Failure.DISRUPTED)
 
 
 def classify_exit(code: int, retry_exit_codes: Collection[int] = ()) -> Failure:
@@ -72,12 +82,18 @@ def decide(
     outcome_decided: bool = False,
     lead_finished: bool = False,
     stopping: bool = False,
+    disruptions: int = 0,
+    max_disruptions: int = 0,
 ) -> Action:
     """The one place deciding what a failed task costs the job.
 
     - The job's outcome is settled (decided, the lead finished, or ``tfyarn
       kill`` is stopping it): ignore.
     - ``restart_policy`` ``never``: fail the job.
+    - YARN took the task's container back (``Failure.DISRUPTED``: preempted,
+      its node lost): the job's budget is not spent, the task comes back as
+      below; only more than ``max_disruptions`` of them (``disruptions`` so
+      far) fail the job, so that it cannot cycle forever.
     - The script exited with the error it already failed with (``repeated``:
       same role, same error line): fail the job. A script that fails the same
       way twice fails that way every time (a bug, a missing file); restarting
@@ -108,6 +124,10 @@ def decide(
         return Action.IGNORE
     if restart_policy is RestartPolicy.NEVER:
         return Action.FAIL_NOT_RETRIED
+    if failure is Failure.DISRUPTED:
+        if disruptions >= max_disruptions:
+            return Action.FAIL_DISRUPTED
+        return _recovery(role, ps_strategy=ps_strategy)
     if repeated and failure is Failure.EXIT:
         return Action.FAIL_REPEATED
     if (
@@ -118,6 +138,11 @@ def decide(
         return Action.FAIL_NOT_RETRIED
     if budget_used >= max_restarts:
         return Action.FAIL_JOB
+    return _recovery(role, ps_strategy=ps_strategy)
+
+
+def _recovery(role: Role, *, ps_strategy: bool) -> Action:
+    """How a failed task comes back: alone, or with the whole cluster."""
     if role is Role.EVALUATOR or (role is Role.WORKER and ps_strategy):
         return Action.REPLACE_TASK
     return Action.RESTART_CLUSTER
@@ -168,6 +193,23 @@ def budget_message(
 def _numbered(failures: list[str], reason: str) -> str:
     return "".join(
         f"\n{n}. {failure}" for n, failure in enumerate([*failures[:-1], reason], 1)
+    )
+
+
+def disruption_message(
+    reason: str, disruptions: list[str], *, max_disruptions: int
+) -> str:
+    """Why the job failed when YARN took its containers back once too often.
+
+    ``disruptions``: the ones recovered from before this one (``reason``).
+    """
+    return (
+        f"{reason}\nYARN took this job's containers back more than "
+        f"max_disruptions={max_disruptions} times (preemption by another queue, "
+        "lost nodes, failed disks), so the job is not brought back again; these "
+        "did not count against max_restarts. Every one of them:"
+        + _numbered([*disruptions, reason], reason)
+        + "\n(submit to a queue with guaranteed capacity, or raise --max_disruptions)"
     )
 
 

@@ -64,6 +64,7 @@ def snapshot(state: JobState, *, keep: int | None = None) -> dict[str, Any]:
                 last_heartbeat_age=age,
                 failures=t.failures[-keep:] if keep else [],
                 history=t.history[-keep:] if keep else [],
+                disruption=state.disrupted.get(t, ""),
             )
         )
     return JobStatus(
@@ -82,6 +83,10 @@ def snapshot(state: JobState, *, keep: int | None = None) -> dict[str, Any]:
         tasks=tasks,
         warnings=list(state.warnings),
         hdfs_tokens=dict(state.hdfs_tokens) if state.hdfs_tokens else None,
+        disruptions=len(state.disruption_reasons),
+        max_disruptions=state.spec.max_disruptions,
+        disruption_reasons=list(state.disruption_reasons),
+        disruption_kinds=dict(state.disruption_kinds),
     ).to_dict()
 
 

@@ -17,14 +17,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from typing import TYPE_CHECKING
 
 from am import nodemanager
-from am.launcher import PENDING_STATES
+from am.launcher import PENDING_STATES, ContainerInfo
 from am.model import KILL_MARGIN, Task, stop_event
 from am.policy import Failure
 from tfyarn.contract import env as _env
-from tfyarn.contract.exit_codes import MEANING, exit_codes, explain_diagnostics
+from tfyarn.contract.exit_codes import (
+    MEANING,
+    disruption,
+    exit_codes,
+    explain_diagnostics,
+)
 from tfyarn.contract.failure import first_line
 from tfyarn.contract.heartbeat import heartbeat_interval, heartbeat_timeout
 from tfyarn.contract.status import Phase, TaskState
@@ -51,6 +57,13 @@ STOPPED_LINGER = 30.0
 KILL_ATTEMPTS = 5
 # A successful job's diagnostics name its first restarts, one line each.
 RESTARTS_LISTED = 5
+# YARN preempts a container with a SIGTERM (and SIGKILL 250 ms later), which
+# the runtime passes on to the script: a script ended so is judged only once
+# YARN says whether it took the container back, or after this long. Shorter
+# than the runtime's wait for a restart in place (3 s) after it reports.
+SIGTERM_HOLD = 2.5
+# A script's exit code for SIGTERM: as Popen gives it, and as a shell does.
+SIGTERM_EXITS = frozenset({-signal.SIGTERM, 128 + signal.SIGTERM})
 
 
 class Reconciler:
@@ -68,6 +81,9 @@ class Reconciler:
         self._accounts: dict[str, asyncio.Task[str]] = {}
         # Set when the client that stopped the job never came back to kill it.
         self._shutdown_killed = False
+        # Scripts ended by a SIGTERM nobody here sent, waiting for YARN's word
+        # on their container: task -> (attempt, reason, kind, since).
+        self._held: dict[Task, tuple[int, str, Failure, float]] = {}
 
     async def start(self) -> None:
         """Publish the first status and ask YARN for every task's container."""
@@ -124,6 +140,7 @@ class Reconciler:
                 await asyncio.sleep(0)  # let NodeManager accounts asked for finish
             for task in state.tasks.values():
                 self._watch_container(task, now)
+            self._judge_held(now)
             if not state.log_each:
                 self._log_summary()
             state.check_gang(now)
@@ -340,15 +357,25 @@ class Reconciler:
             state.mark(task, TaskState.KILLED, f"container {info.state}")
             return
         message = info.exit_message.strip() or "no message from YARN"
+        # The ResourceManager's words (skein's exit message) say it was taken
+        # back; then the NodeManager's account is not waited for.
+        word = disruption(info.exit_message)
         asked = self._accounts.get(info.id)
         waited = now - task.container_ended_at
-        if asked is not None and not asked.done() and waited < ACCOUNT_WAIT:
+        pending = asked is not None and not asked.done()
+        if not word and pending and waited < ACCOUNT_WAIT:
             return
         self._accounts.pop(info.id, None)
         if asked is not None and asked.done() and not asked.exception():
             words = asked.result().strip()
             if words:
                 message += "; the NodeManager: " + words.replace("\n", " | ")
+                # Its exit status and diagnostics, not the script's stderr.
+                word = word or disruption(words.split("\nstderr: ", 1)[0])
+        if word:
+            state.mark(task, TaskState.LOST, f"{word}: container {info.state}")
+            self._on_disruption(task, info, word, message)
+            return
         state.mark(task, TaskState.LOST, f"container {info.state}: {message}")
         meaning = "".join(
             f"\n{MEANING}{line}"
@@ -360,6 +387,55 @@ class Reconciler:
             f"{info.state} without the task reporting an exit code "
             f"(YARN: {message}){meaning}",
             Failure.LOST,
+        )
+
+    def hold(self, task: Task, code: int, reason: str, kind: Failure) -> bool:
+        """Hold a script failure that a SIGTERM caused until YARN says why.
+
+        ``JobState.task_end`` asks first; False: not held, decide now. A held
+        one is judged by :meth:`_judge_held`: a disruption if YARN took the
+        container back (preempted), else ``reason`` and ``kind`` as reported.
+        """
+        state = self.state
+        if code not in SIGTERM_EXITS or state.settled:
+            return False
+        self._held[task] = (task.attempt, reason, kind, state.clock())
+        state.note(task, "ended by SIGTERM: waiting for YARN's word on its container")
+        state.poke()
+        return True
+
+    def _judge_held(self, now: float) -> None:
+        state = self.state
+        for task, (attempt, reason, kind, since) in list(self._held.items()):
+            if task.attempt != attempt:  # a cluster restart brought it back already
+                del self._held[task]
+                continue
+            info = state.containers.get(task.container_id or "")
+            ended = info is not None and info.ended
+            word = disruption(info.exit_message) if info is not None and ended else ""
+            if not ended and now - since < SIGTERM_HOLD:
+                continue
+            del self._held[task]
+            if info is not None and word:
+                self._on_disruption(task, info, word, info.exit_message.strip())
+            else:
+                state.on_failure(task, reason, kind)
+
+    def _on_disruption(
+        self, task: Task, info: ContainerInfo, word: str, message: str
+    ) -> None:
+        """YARN took the task's container back: not the job's fault."""
+        state = self.state
+        state.disrupted[task] = word
+        meaning = "".join(
+            f"\n{MEANING}{line}"
+            for line in container_end_meaning(state.spec, task.role, message)
+        )
+        state.on_failure(
+            task,
+            f"{task.key} ({task.where()}) was {word}: YARN took its container "
+            f"back through no fault of the job (YARN: {message}){meaning}",
+            Failure.DISRUPTED,
         )
 
     def _check_registration(self, now: float) -> None:

@@ -122,6 +122,11 @@ class JobState:
         # Whole-cluster restarts: ClusterSpec.restart / TFYARN_RESTART.
         self.cluster_restarts = 0
         self.failures: list[str] = []
+        # Containers YARN took back (policy.Failure.DISRUPTED): counted against
+        # max_disruptions, not max_restarts; each task's latest one's word.
+        self.disruption_reasons: list[str] = []
+        self.disruption_kinds: dict[str, int] = {}
+        self.disrupted: dict[Task, str] = {}
         # The script errors the job already failed with (policy.error_signature):
         # the same one again is a bug, not bad luck (restart_policy).
         self.errors_seen: set[str] = set()
@@ -297,6 +302,7 @@ class JobState:
             )
         task.host, task.port = req.host, req.port
         task.in_place_stop = None
+        self.disrupted.pop(task, None)  # back: its latest attempt runs
         task.container_id = req.container_id or task.container_id
         task.yarn_container_id = req.yarn_container_id or task.yarn_container_id
         task.last_heartbeat = self.clock()
@@ -418,7 +424,10 @@ class JobState:
         else:
             self.mark(task, TaskState.FAILED, f"script exited {code}")
             kind = policy.classify_exit(code, self.spec.retry_exit_codes)
-            self.on_failure(task, self._exit_reason(task), kind)
+            reason = self._exit_reason(task)
+            # A SIGTERM may be YARN preempting the container: its verdict decides.
+            if not self.reconciler.hold(task, code, reason, kind):
+                self.on_failure(task, reason, kind)
         self.poke()
 
     def stop_job(self, reason: str, grace: float) -> tuple[float, int]:
@@ -477,10 +486,16 @@ class JobState:
             outcome_decided=self.outcome is not None,
             lead_finished=self.finishing_since is not None,
             stopping=self.stopping_since is not None,
+            disruptions=len(self.disruption_reasons),
+            max_disruptions=self.spec.max_disruptions,
         )
         log.warning("%s failed: %s -> %s", task.key, reason, action.value)
         if action is Action.IGNORE:
             self.note(task, f"failure ignored, the job's outcome is settled: {reason}")
+            return
+        if kind is Failure.DISRUPTED and action is not Action.FAIL_NOT_RETRIED:
+            task.failures.append(reason)
+            self._on_disruption(task, reason, action)
             return
         self.failures.append(reason)
         task.failures.append(reason)
@@ -505,12 +520,28 @@ class JobState:
             self.outcome = (Phase.FAILED, message)
         elif action is Action.REPLACE_TASK:
             self._record_restart(f"{task.key} replaced: {reason}", charge=True)
-            if self.attempts.can_restart_in_place(task):
-                self.attempts.restart_in_place(task, f"{task.key} restarts: {reason}")
-            else:
-                self.attempts.retire(task, f"{task.key} is replaced: {reason}")
+            self.attempts.replace(task, reason)
         else:
             self._record_restart(f"cluster restarted: {reason}", charge=True)
+            self._restart_cluster(reason)
+
+    def _on_disruption(self, task: Task, reason: str, action: Action) -> None:
+        """YARN took the task's container back: it comes back, outside the budget."""
+        if action is Action.FAIL_DISRUPTED:
+            message = policy.disruption_message(
+                reason,
+                self.disruption_reasons,
+                max_disruptions=self.spec.max_disruptions,
+            )
+            self.outcome = (Phase.FAILED, message)
+            return
+        word = self.disrupted.get(task, "taken back")
+        self.disruption_kinds[word] = self.disruption_kinds.get(word, 0) + 1
+        self.disruption_reasons.append(reason)
+        self.restarts_unsaved = True
+        if action is Action.REPLACE_TASK:
+            self.attempts.replace(task, reason)
+        else:
             self._restart_cluster(reason)
 
     def _record_restart(self, why: str, *, charge: bool) -> None:
@@ -529,6 +560,8 @@ class JobState:
             "restart_reasons": self.restart_reasons,
             "failures": self.failures,
             "errors_seen": sorted(self.errors_seen),
+            "disruption_reasons": self.disruption_reasons,
+            "disruption_kinds": self.disruption_kinds,
         }
 
     def resume_after_master_loss(
@@ -547,6 +580,9 @@ class JobState:
         self.failures = [str(f) for f in record.get("failures", [])]
         self.errors_seen = {str(e) for e in record.get("errors_seen", [])}
         self.restart_reasons = [str(r) for r in record.get("restart_reasons", [])]
+        self.disruption_reasons = [str(r) for r in record.get("disruption_reasons", [])]
+        kinds = record.get("disruption_kinds", {})
+        self.disruption_kinds = {str(k): int(n) for k, n in kinds.items()}
         # Without a record, count each earlier attempt as one restart.
         self.restarts = int(record.get("restarts", attempt - 2))
         self.cluster_restarts = int(record.get("cluster_restarts", attempt - 2)) + 1

@@ -21,6 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from tfyarn.contract.status import TaskStatus
+
 log = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 5
@@ -122,6 +124,13 @@ def _summary(snap: dict[str, Any], now: float) -> str:
             f" of {esc(snap['max_restarts'])})"
         )
     items.append(restarts)
+    if snap.get("disruptions"):
+        items.append(
+            f"<span id='disruptions'>taken back by YARN "
+            f"{esc(snap['disruptions'])} (max_disruptions "
+            f"{esc(snap.get('max_disruptions'))}, not charged to max_restarts: "
+            f"{esc(_kinds(snap.get('disruption_kinds') or {}))})</span>"
+        )
     items.append(f"lead {esc(snap.get('lead'))}")
     started = snap.get("started")
     if started is not None:
@@ -133,6 +142,11 @@ def _summary(snap: dict[str, Any], now: float) -> str:
     if snap.get("master_address"):
         items.append(f"master {esc(snap['master_address'])}")
     return "<p id='summary'>" + " · ".join(items) + "</p>"
+
+
+def _kinds(kinds: dict[str, int]) -> str:
+    """``2 preempted, 1 released``."""
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
 
 
 def _tensorboard(state: tuple[bool, str] | None) -> str:
@@ -179,11 +193,19 @@ def _progress(snap: dict[str, Any], rates: dict[str, float]) -> str:
 
 
 def _restarts(snap: dict[str, Any]) -> str:
+    out = ""
     reasons = snap.get("restart_reasons") or []
-    if not reasons:
-        return ""
-    items = "".join(f"<li>{esc(r)}</li>" for r in reasons)
-    return f"<h2>Restarts</h2><ol id='restarts'>{items}</ol>"
+    if reasons:
+        items = "".join(f"<li>{esc(r)}</li>" for r in reasons)
+        out += f"<h2>Restarts</h2><ol id='restarts'>{items}</ol>"
+    taken = snap.get("disruption_reasons") or []
+    if taken:
+        items = "".join(f"<li>{esc(r)}</li>" for r in taken)
+        out += (
+            "<h2>Containers taken back by YARN</h2>"
+            f"<ol id='disruption-reasons'>{items}</ol>"
+        )
+    return out
 
 
 def _diagnostics(snap: dict[str, Any]) -> str:
@@ -247,7 +269,7 @@ def _task_table(
         )
         cells = [
             esc(t["task"]),
-            esc(t["state"]),
+            esc(_shown_state(t)),
             esc(t.get("address")),
             _container_cell(t.get("yarn_container_id")),
             esc(t.get("attempt", 0)),
@@ -271,6 +293,13 @@ def _task_table(
             + "</tr>"
         )
     return f"<table id='tasks'><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _shown_state(task: dict[str, Any]) -> str:
+    """The task's state; a taken-back attempt's reads PREEMPTED, not LOST."""
+    shown = TaskStatus.from_dict(task).shown_state()
+    word = task.get("disruption") or ""
+    return f"{shown} ({word})" if word and shown == task["state"] else shown
 
 
 def _number(value: object) -> str:

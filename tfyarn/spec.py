@@ -243,6 +243,9 @@ class JobSpec:
     max_am_attempts: int = field(default_factory=_default("max_am_attempts"))
     # Recovery and liveness (restarts, registration, heartbeats, stalls).
     max_restarts: int = field(default_factory=_default("max_restarts"))
+    # Containers YARN takes back (preemption, lost nodes) are recovered outside
+    # max_restarts, up to this many times (am/policy.py: decide).
+    max_disruptions: int = field(default_factory=_default("max_disruptions"))
     # Which failures are restarted, and the exit codes that ask for a restart
     # (am/policy.py: decide).
     restart_policy: RestartPolicy = field(default_factory=_default("restart_policy"))

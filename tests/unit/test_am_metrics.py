@@ -214,3 +214,26 @@ def test_registry_calls_are_counted_by_method_and_code(
     assert value(found, calls, method="Heartbeat", code="OK") == 1
     assert value(found, calls, method="Heartbeat", code="NOT_FOUND") == 1
     assert value(found, calls, method="WatchCluster", code="NOT_FOUND") == 1
+
+
+def test_disruptions_and_preemptions_are_counted_by_kind() -> None:
+    snap = snapshot(
+        disruptions=3,
+        max_disruptions=20,
+        disruption_kinds={"preempted": 2, "released": 1},
+        disruption_reasons=["worker:1 (h) was preempted: ..."] * 3,
+    )
+    found = samples(JobMetrics(lambda: snap).exposition())
+    assert value(found, "tfyarn_disruptions_total", kind="preempted") == 2
+    assert value(found, "tfyarn_disruptions_total", kind="released") == 1
+    assert value(found, "tfyarn_disruptions_total", kind="disks failed") == 0
+    assert value(found, "tfyarn_preemptions_total") == 2
+    assert value(found, "tfyarn_max_disruptions") == 20
+    # Not restarts: the restart gauges stay as the snapshot has them.
+    assert value(found, "tfyarn_restart_budget_used") == 1
+
+
+def test_no_disruption_yet_still_shows_every_kind_at_zero() -> None:
+    found = samples(JobMetrics(lambda: snapshot()).exposition())
+    assert value(found, "tfyarn_disruptions_total", kind="preempted") == 0
+    assert value(found, "tfyarn_preemptions_total") == 0

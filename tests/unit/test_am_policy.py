@@ -10,6 +10,7 @@ from am.policy import (
     budget_message,
     classify_exit,
     decide,
+    disruption_message,
     error_signature,
     policy_message,
     repeat_message,
@@ -203,13 +204,17 @@ def test_a_settled_job_ignores_failures_under_every_policy(
     assert action is IGNORE
 
 
-def test_only_signals_lost_containers_and_heartbeats_are_transient() -> None:
+def test_only_signals_lost_or_taken_back_containers_and_heartbeats_are_transient() -> (
+    None
+):
     assert {k for k in Failure if k.is_transient()} == {
         Failure.SIGNAL,
         Failure.LOST,
         Failure.SILENT,
+        Failure.DISRUPTED,
     }
     assert all(a.fails() for a in (FAIL, FAIL_AGAIN, NOT_RETRIED))
+    assert Action.FAIL_DISRUPTED.fails()
     assert not any(a.fails() for a in (REPLACE, RESTART, IGNORE))
 
 
@@ -252,3 +257,61 @@ def test_the_policy_message_names_the_policy() -> None:
     )
     text = policy_message("b", ["a", "b"], restart_policy=TRANSIENT)
     assert "restart_policy=transient_only" in text and text.endswith("\n1. a\n2. b")
+
+
+# role, ParameterServerStrategy job, budget used, disruptions so far, expected
+DISRUPTION_CASES = [
+    # The restart budget is not asked: a used-up budget still brings it back.
+    (Role.WORKER, True, 3, 0, REPLACE),
+    (Role.EVALUATOR, False, 3, 5, REPLACE),
+    (Role.PS, True, 3, 0, RESTART),
+    (Role.CHIEF, False, 0, 19, RESTART),
+    # max_disruptions (20 here) used up: fail, naming it.
+    (Role.WORKER, True, 0, 20, Action.FAIL_DISRUPTED),
+    (Role.PS, True, 0, 25, Action.FAIL_DISRUPTED),
+]
+
+
+@pytest.mark.parametrize(
+    ("role", "ps_strategy", "used", "disruptions", "action"), DISRUPTION_CASES
+)
+def test_a_disruption_spends_max_disruptions_not_the_restart_budget(
+    role: Role, ps_strategy: bool, used: int, disruptions: int, action: Action
+) -> None:
+    got = decide(
+        role=role,
+        ps_strategy=ps_strategy,
+        budget_used=used,
+        max_restarts=3,
+        failure=Failure.DISRUPTED,
+        disruptions=disruptions,
+        max_disruptions=20,
+    )
+    assert got is action
+
+
+def test_disruptions_follow_the_restart_policy_and_an_ending_job() -> None:
+    base = {
+        "role": Role.WORKER,
+        "ps_strategy": True,
+        "budget_used": 0,
+        "max_restarts": 3,
+        "failure": Failure.DISRUPTED,
+        "max_disruptions": 20,
+    }
+    # transient_only brings back what is not the script's doing; never, nothing.
+    assert decide(**base, restart_policy=RestartPolicy.TRANSIENT_ONLY) is REPLACE
+    assert decide(**base, restart_policy=RestartPolicy.NEVER) is NOT_RETRIED
+    assert decide(**base, stopping=True) is IGNORE
+    # repeated only ever applies to the script's own errors.
+    assert decide(**base, repeated=True) is REPLACE
+
+
+def test_the_disruption_message_says_what_and_how_many() -> None:
+    text = disruption_message(
+        "worker:1 was preempted", ["ps:0 was preempted"], max_disruptions=1
+    )
+    assert text.startswith("worker:1 was preempted\n")
+    assert "max_disruptions=1" in text and "max_restarts" in text
+    assert "1. ps:0 was preempted" in text and "2. worker:1 was preempted" in text
+    assert "--max_disruptions" in text

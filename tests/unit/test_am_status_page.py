@@ -169,3 +169,34 @@ def test_a_failing_page_answers_500_and_keeps_serving() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_page_says_preempted_and_counts_what_yarn_took_back() -> None:
+    snap = snapshot(
+        disruptions=2,
+        max_disruptions=20,
+        disruption_kinds={"preempted": 2},
+        disruption_reasons=[f"ps:0 (node2) was preempted {HOSTILE}", "worker:0 ..."],
+    )
+    snap["tasks"][1]["state"] = "LOST"
+    snap["tasks"][1]["disruption"] = "preempted"
+    snap["tasks"][2]["disruption"] = "preempted"
+    page = status_page.render(snap, now=NOW)
+    assert (
+        "taken back by YARN 2 (max_disruptions 20, not charged to "
+        "max_restarts: 2 preempted)" in page
+    )
+    # The restart budget is as it was: disruptions are not restarts.
+    assert "restarts 1 (budget used 1 of 3)" in page
+    assert "<h2>Containers taken back by YARN</h2>" in page
+    assert HOSTILE not in page
+    table = rows(page)
+    ps = dict(zip(status_page._COLUMNS, table["ps:0"], strict=True))
+    worker = dict(zip(status_page._COLUMNS, table["worker:0"], strict=True))
+    assert ps["state"] == "PREEMPTED"
+    assert worker["state"] == "REQUESTED (preempted)"
+
+
+def test_page_without_disruptions_says_nothing_of_them() -> None:
+    page = status_page.render(snapshot(), now=NOW)
+    assert "taken back" not in page and "disruption" not in page

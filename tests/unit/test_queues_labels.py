@@ -282,3 +282,29 @@ def test_no_node_without_a_label_means_no_master() -> None:
     labelled = {n: LABELS[n] or {"spare"} for n in SIZES}
     with pytest.raises(SpecError, match="no running node is a node without a label"):
         check_fits(_job(), SIZES, labels=labelled)
+
+
+def test_preemption_monitor_is_off_by_default_and_quick_when_on(
+    tmp_path: Path,
+) -> None:
+    monitor = "yarn.resourcemanager.scheduler.monitor.enable"
+    policy = "yarn.resourcemanager.monitor.capacity.preemption"
+    off = write_config(ClusterSettings(), base_dir=tmp_path / "a", lib_dir=tmp_path)
+    assert monitor not in properties(off / "yarn-site.xml")
+    settings = ClusterSettings(
+        nodes=3, queues={"default": 70, "prod": 30}, preemption=True
+    )
+    on = write_config(settings, base_dir=tmp_path / "b", lib_dir=tmp_path)
+    site = properties(on / "yarn-site.xml")
+    assert site[monitor] == "true"
+    assert site["yarn.resourcemanager.scheduler.monitor.policies"].endswith(
+        ".capacity.ProportionalCapacityPreemptionPolicy"
+    )
+    assert site[f"{policy}.max_wait_before_kill"] == "3000"
+    assert site[f"{policy}.monitoring_interval"] == "1000"
+    assert site[f"{policy}.total_preemption_per_round"] == "1.0"
+    assert site[f"{policy}.natural_termination_factor"] == "1.0"
+    # Borrowing is what gets taken back: every queue may grow to the cluster.
+    cs = properties(on / "capacity-scheduler.xml")
+    assert cs["yarn.scheduler.capacity.root.default.maximum-capacity"] == "100"
+    assert ClusterSettings(preemption=True).to_dict()["preemption"] is True

@@ -26,8 +26,9 @@ class Narrator:
         self._phase: Phase | None = None
         self._formed = False
         self._restarts = 0
+        self._disruptions = 0
         self._counts: dict[str, tuple[int, int, int]] = {}
-        self._tasks: dict[str, tuple[TaskState, int]] = {}
+        self._tasks: dict[str, tuple[TaskState, int, str]] = {}
 
     def update(self, status: JobStatus) -> list[str]:
         """Lines describing what changed since the previous status."""
@@ -41,6 +42,15 @@ class Narrator:
                 why = reasons[n] if n < len(reasons) else "no reason given"
                 lines.append(f"restart {n + 1}: {why}")
             self._restarts = status.restarts
+        if status.disruptions > self._disruptions:
+            taken = status.disruption_reasons
+            for n in range(self._disruptions, status.disruptions):
+                why = taken[n] if n < len(taken) else "no reason given"
+                lines.append(
+                    f"taken back by YARN {n + 1} (not charged to max_restarts): "
+                    f"{first_line(why)}"
+                )
+            self._disruptions = status.disruptions
         counts = role_counts(status.tasks)
         if counts != self._counts and counts:
             lines.append("containers " + format_counts(counts))
@@ -53,9 +63,10 @@ class Narrator:
                 f"(generation {status.generation})"
             )
         for task in status.tasks:
-            if self._tasks.get(task.task) == (task.state, task.attempt):
+            seen = (task.state, task.attempt, task.disruption)
+            if self._tasks.get(task.task) == seen:
                 continue
-            self._tasks[task.task] = (task.state, task.attempt)
+            self._tasks[task.task] = seen
             lines.append(describe_task(task))
         return lines
 
@@ -84,8 +95,13 @@ def format_counts(counts: Mapping[str, tuple[int, int, int]]) -> str:
 
 
 def describe_task(task: TaskStatus) -> str:
-    """``worker:1 RUNNING (h:2, container_..._000003)``."""
+    """``worker:1 RUNNING (h:2, container_..._000003)``; a task whose latest
+    container YARN took back reads ``worker:1 PREEMPTED``, then
+    ``worker:1 REQUESTED (attempt 1, preempted)`` until it is back."""
     bits = []
+    state = task.shown_state()
+    if task.disruption and state == task.state.value:
+        bits.append(task.disruption)
     if task.attempt:
         bits.append(f"attempt {task.attempt}")
     if task.address:
@@ -95,9 +111,9 @@ def describe_task(task: TaskStatus) -> str:
     if task.exit_code is not None and task.state.has_exit_code():
         # Words only for an end nobody asked for: a KILLED task's -15 is the
         # master's own stop.
-        words = explain_exit(task.exit_code) if task.state is TaskState.FAILED else ""
+        failed = task.state is TaskState.FAILED and not task.disruption
+        words = explain_exit(task.exit_code) if failed else ""
         bits.append(f"exit code {task.exit_code}" + (f": {words}" if words else ""))
-    state = task.state.value
     return f"{task.task} {state}" + (f" ({', '.join(bits)})" if bits else "")
 
 
@@ -120,7 +136,7 @@ def task_table(status: JobStatus, *, now: float | None = None) -> str:
         rows.append(
             (
                 t.task,
-                t.state.value,
+                t.shown_state(),
                 str(t.attempt),
                 t.address or "-",
                 t.yarn_container_id or t.container_id or "-",
@@ -145,6 +161,14 @@ def restart_lines(status: JobStatus) -> list[str]:
         head = f"restarts ({status.budget_used} of max_restarts={budget} used):"
         lines.append(head if budget is not None else "restarts:")
         lines += [f"  {n}. {first_line(r)}" for n, r in enumerate(reasons, 1)]
+    taken = status.disruption_reasons
+    if taken:
+        limit = status.max_disruptions
+        lines.append(
+            f"containers taken back by YARN ({status.disruptions} of "
+            f"max_disruptions={limit}, not charged to max_restarts):"
+        )
+        lines += [f"  {n}. {first_line(r)}" for n, r in enumerate(taken, 1)]
     for t in status.tasks:
         for n, why in enumerate(t.failures):
             lines.append(f"  {t.task} attempt {n}: {first_line(why)}")

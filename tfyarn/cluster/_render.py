@@ -86,8 +86,14 @@ def template_values(
     values["queue_properties"] = _scheduler.queue_properties(
         settings.queues, settings.labels
     )
-    values["label_properties"] = _scheduler.label_properties(
-        settings.labels, label_store(base_dir).as_uri()
+    # The preemption monitor's switches belong in yarn-site.xml too.
+    values["label_properties"] = "\n".join(
+        [
+            _scheduler.label_properties(
+                settings.labels, label_store(base_dir).as_uri()
+            ),
+            _scheduler.preemption_properties(settings.preemption),
+        ]
     )
     values.update(settings.resolved_ports())
     return values

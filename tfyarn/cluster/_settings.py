@@ -92,6 +92,10 @@ class ClusterSettings:
         containers through the LinuxContainerExecutor with YARN's Docker
         runtime (``tfyarn.cluster._lce``). Empty: the DefaultContainerExecutor,
         no Docker. Loopback only, not with ``secure``.
+    preemption : bool
+        The capacity scheduler's preemption monitor, quick (see
+        ``tfyarn.cluster._scheduler.PREEMPTION``): a queue starved below its
+        capacity takes containers back from queues that borrowed. Off by default.
     """
 
     nodes: int = 0
@@ -108,6 +112,7 @@ class ClusterSettings:
     queues: Mapping[str, float] = dataclasses.field(default_factory=dict)
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     container_executor: str = ""
+    preemption: bool = False
 
     def __post_init__(self) -> None:
         for name in ("memory_mb", "vcores", "min_allocation_mb", "am_max_attempts"):

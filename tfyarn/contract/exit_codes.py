@@ -60,6 +60,35 @@ _YARN: dict[int, str] = {
 # when there are any, say more than the number.
 _NEVER_RAN = -1000
 
+# The ContainerExitStatus values of a container YARN took back through no fault
+# of the job (ABORTED: released by the framework, its node lost or
+# decommissioned; DISKS_FAILED; PREEMPTED; KILLED_BY_RESOURCEMANAGER;
+# KILLED_BY_CONTAINER_SCHEDULER), each with the word the status uses for it.
+# The memory limits (-103, -104) and too many logs (-109) are the job's own
+# doing; -105 is the master's own kill and -107 comes after the job ended.
+DISRUPTIONS: dict[int, str] = {
+    -100: "released",
+    -101: "disks failed",
+    -102: "preempted",
+    -106: "killed by the ResourceManager",
+    -108: "displaced",
+}
+# How the ResourceManager and the NodeManager word these ends (hadoop-yarn's
+# SchedulerUtils, ContainerManagerImpl, ContainerLaunch): skein hands the
+# master these diagnostics for a container that ended with a status <= 0,
+# never the number.
+_STATUS_PHRASES: tuple[tuple[re.Pattern[str], int], ...] = (
+    (re.compile(r"running beyond physical memory limits", re.IGNORECASE), -104),
+    (re.compile(r"running beyond virtual memory limits", re.IGNORECASE), -103),
+    (re.compile(r"\bpreempted\b", re.IGNORECASE), -102),
+    (re.compile(r"released on a \*?lost\*? node", re.IGNORECASE), -100),
+    (re.compile(r"Container Killed by ResourceManager", re.IGNORECASE), -106),
+    (
+        re.compile(r"most of the disks failed|disks? (failed|are bad)", re.IGNORECASE),
+        -101,
+    ),
+)
+
 # The master's entry exits with it when its Python lacks modules the master
 # needs (am/dependencies.py: EXIT_MISSING_MODULES, sysexits.h's EX_CONFIG).
 MASTER_LACKS_MODULES = 78
@@ -371,6 +400,48 @@ def explain_executor_exit(code: int | None) -> str:
     ''
     """
     return _EXECUTOR.get(code, "") if code is not None else ""
+
+
+def yarn_exit_status(diagnostics: str) -> int | None:
+    """YARN's ContainerExitStatus (``<= -100``) that its words on a container show.
+
+    An exit status YARN names (``Exit code: -102``) first, else one of its
+    canned sentences; None when the words show none (a script's own exit).
+
+    Examples
+    --------
+    >>> yarn_exit_status("Container preempted by scheduler")
+    -102
+    >>> yarn_exit_status("Exit code: -104")
+    -104
+    >>> yarn_exit_status("Container failed during execution, see logs") is None
+    True
+    """
+    for code in exit_codes(diagnostics):
+        if code <= -100:
+            return code
+    for pattern, code in _STATUS_PHRASES:
+        if pattern.search(diagnostics):
+            return code
+    return None
+
+
+def disruption(diagnostics: str) -> str:
+    """The word for YARN taking a container back, as its words show ("" if not).
+
+    "preempted", "released" (its node lost or decommissioned), "disks failed",
+    "killed by the ResourceManager" or "displaced": ends that are not the
+    job's fault (:data:`DISRUPTIONS`). A container over its memory is.
+
+    Examples
+    --------
+    >>> disruption("Container preempted by scheduler")
+    'preempted'
+    >>> disruption("Container [pid=1] is running beyond physical memory limits")
+    ''
+    """
+    status = yarn_exit_status(diagnostics)
+    return DISRUPTIONS.get(status, "") if status is not None else ""
 
 
 def exit_codes(diagnostics: str) -> list[int]:

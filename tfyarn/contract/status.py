@@ -99,6 +99,17 @@ class TaskStatus:
     last_heartbeat_age: float | None = None
     failures: list[str] = dataclasses.field(default_factory=list)  # earlier attempts
     history: list[str] = dataclasses.field(default_factory=list)
+    # Why YARN took back the container of the task's latest attempt through no
+    # fault of the job ("preempted", "released", "disks failed", ...), until
+    # its next attempt registers; "" otherwise (see :meth:`shown_state`).
+    disruption: str = ""
+
+    def shown_state(self) -> str:
+        """The state as a reader should see it: a taken-back attempt reads
+        "PREEMPTED" (or its disruption's word), not LOST or FAILED."""
+        if self.disruption and self.state in (TaskState.LOST, TaskState.FAILED):
+            return self.disruption.upper()
+        return self.state.value
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -134,6 +145,13 @@ class JobStatus:
     # refreshed_by (the keytab's principal, "" for none), ends (epoch s),
     # refreshes, next_refresh, last_error; None elsewhere.
     hdfs_tokens: dict[str, Any] | None = None
+    # Containers YARN took back through no fault of the job (preemption, a
+    # released node, failed disks): brought back outside max_restarts, within
+    # max_disruptions; each one's reason, and how many of each kind.
+    disruptions: int = 0
+    max_disruptions: int | None = None
+    disruption_reasons: list[str] = dataclasses.field(default_factory=list)
+    disruption_kinds: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -181,8 +199,8 @@ class JobSummary:
     """What a poll needs of a big job, published under :data:`SUMMARY_KEY`.
 
     ``digest`` changes whenever anything a narrator says changes (phase,
-    generation, restarts, formation, diagnostics, any task's state, attempt,
-    address or container): a reader with the same digest needs no new
+    generation, restarts, disruptions, formation, diagnostics, any task's
+    state, attempt, address, container or disruption): a reader with the same digest needs no new
     snapshot. Steps are outside it, and here instead (the lead's).
     """
 
@@ -214,7 +232,13 @@ class JobSummary:
         tasks = snapshot.get("tasks") or []
         seen = [
             snapshot.get(k)
-            for k in ("phase", "generation", "restarts", "cluster_formed_at")
+            for k in (
+                "phase",
+                "generation",
+                "restarts",
+                "disruptions",
+                "cluster_formed_at",
+            )
         ]
         seen.append(snapshot.get("diagnostics") or "")
         seen += [
@@ -225,6 +249,7 @@ class JobSummary:
                 t.get("address"),
                 t.get("yarn_container_id"),
                 t.get("exit_code"),
+                t.get("disruption") or "",
             )
             for t in tasks
         ]

@@ -6,7 +6,11 @@ their own base dir and on ports shifted by ``MULTIHOST_PORT_OFFSET``, apart
 from the default cluster. Nodes offer 3 GiB each, so a job of four 1 GiB tasks
 and its master cannot fit on one host and must spread. Two queues (default 70%,
 prod 30%) and node labels ``ps`` (node1) and ``work`` (node2), non-exclusive,
-so unlabelled containers still run anywhere; masters run on node3.
+so unlabelled containers still run anywhere; masters run on node3. The
+capacity scheduler's preemption monitor is on (test_preemption.py): it takes
+containers back only from a queue beyond its share while another queue is
+starved below its own, which no other test here brings about (their jobs run
+in one queue at a time).
 
 The fixture is package-scoped and named ``local_cluster``: it replaces the
 parent directory's autouse fixture for these tests, and puts this cluster's
@@ -42,6 +46,7 @@ MULTIHOST_SETTINGS = ClusterSettings(
     max_am_resource_percent=1.0,
     queues={"default": 70, "prod": 30},
     labels={"node1": "ps", "node2": "work"},
+    preemption=True,
 )
 PYTHON = str(Path(sys.executable))
 DATA = "hdfs:///tmp/tfyarn/digits"
