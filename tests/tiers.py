@@ -1,10 +1,10 @@
-"""Run the test tiers, two at a time, and say how long each took.
+"""Run the test tiers in three lanes side by side, and say how long each took.
 
 The tiers are independent pytest sessions, each with the cluster it needs
 (tests/README.md says which tier proves what). Tiers in one lane run one
-after the other; the two lanes run side by side, since most of an
-integration tier's time is spent waiting on YARN, not computing, and the
-clusters use ports and directories of their own. Each tier's output goes to
+after the other; the lanes run side by side, since most of an integration
+tier's time is spent waiting on YARN, not computing, and every cluster has
+ports and directories of its own. Each tier's output goes to
 ``tests/artifacts/tiers/<tier>.log`` and is printed whole once the tier ends,
 so the lanes' lines never interleave. The last line counts every tier's
 tests: ``tests: N passed, N failed, N skipped``.
@@ -39,7 +39,23 @@ class Tier:
     name: str
     args: tuple[str, ...]
     proves: str
+    env: tuple[tuple[str, str], ...] = ()
 
+
+# Jobs that fail on purpose and recover, on a one-host cluster of their own:
+# the longest part of the integration tests, beside the plain tier's.
+RECOVERY = tuple(
+    f"{INTEGRATION}/{name}"
+    for name in (
+        "test_recovery.py",
+        "test_restart_policy.py",
+        "test_gang.py",
+        "test_daemon_restarts.py",
+    )
+)
+# Where the recovery tier's cluster lives (.ci/run stops it whatever happens).
+RECOVERY_HOME = "/var/tmp/tfyarn-tests/recovery"
+RECOVERY_PORT_OFFSET = "800"
 
 TIERS = (
     Tier("unit", ("tests/unit",), "code without Hadoop: fakes, parsers, the CLI"),
@@ -49,8 +65,18 @@ TIERS = (
             INTEGRATION,
             f"--ignore={INTEGRATION}/multihost",
             f"--ignore={INTEGRATION}/secure",
+            *(f"--ignore={path}" for path in RECOVERY),
         ),
-        "one-host YARN + HDFS: jobs, recovery, data, plugin, Docker",
+        "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
+    ),
+    Tier(
+        "recovery",
+        tuple(path for path in RECOVERY if (REPO / path).exists()),
+        "lost tasks, restarts, gang allocation, daemon restarts",
+        env=(
+            ("TFYARN_CLUSTER_HOME", RECOVERY_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", RECOVERY_PORT_OFFSET),
+        ),
     ),
     Tier(
         "secure",
@@ -63,8 +89,9 @@ TIERS = (
         "three hosts in network namespaces: failures, --python_env, queues",
     ),
 )
-# Two lanes for two cores: the plain tier alone is about as long as the rest.
-LANES = (("plain",), ("unit", "secure", "multihost"))
+# Three lanes on two cores: each tier's cluster waits on YARN more than it
+# computes, and the lanes take about as long as each other.
+LANES = (("plain",), ("unit", "secure", "multihost"), ("recovery",))
 # No tier may keep CI waiting past this: it is stopped and counted failed.
 TIER_DEADLINE_S = 45 * 60
 # Time pytest gets after SIGINT to stop its clusters before it is killed.
@@ -112,6 +139,7 @@ def run_tier(tier: Tier, extra: list[str], stop: threading.Event) -> Outcome:
         proc = subprocess.Popen(
             [*command, *extra],
             cwd=REPO,
+            env={**os.environ, **dict(tier.env)},
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
