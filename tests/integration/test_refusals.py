@@ -214,7 +214,7 @@ def test_a_master_without_its_modules_ends_the_job_at_once_naming_them(
         script=ok_script,
         python=SYSTEM_PYTHON,
         am_memory_mib=512,
-        tasks={"worker": {"count": 1, "memory": "256 MiB"}},
+        tasks={"worker": {"count": 1, "memory_mib": 256}},
     ).validate()
     app_id = submission.submit_spec(skein_client, spec)
     final = Job(app_id, skein_client).wait_for_end(timeout=HANG)
