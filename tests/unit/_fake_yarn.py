@@ -12,7 +12,20 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
-from tfyarn.contract.status import STATUS_KEY, JobStatus
+import pytest
+import skein
+
+from tfyarn._proto import master_pb2 as pb
+from tfyarn._proto import master_pb2_grpc
+from tfyarn.client import connection
+from tfyarn.contract.status import (
+    MASTER_KEY,
+    STATUS_KEY,
+    JobStatus,
+    Phase,
+    TaskState,
+    TaskStatus,
+)
 
 APP_ID = "application_1700000000000_0007"
 
@@ -132,3 +145,47 @@ class FakeYarn:
 
     def get_all_queues(self) -> list[Any]:
         return [self.get_queue(q) for q, (_, kids) in self.queues.items() if not kids]
+
+
+def use(monkeypatch: pytest.MonkeyPatch, fake: FakeYarn | None) -> None:
+    def connect() -> FakeYarn:
+        if fake is None:
+            raise AssertionError("the CLI connected to YARN but should not have")
+        return fake
+
+    monkeypatch.setattr(connection, "connect", connect)
+
+
+class RecordingMaster(master_pb2_grpc.MasterServicer):
+    """A real gRPC master (mutual TLS) that records StopJob and what came before."""
+
+    def __init__(self, fake: FakeYarn) -> None:
+        self.fake = fake
+        self.stops: list[tuple[str, list[str]]] = []
+
+    def StopJob(self, request: pb.StopJobRequest, context: Any) -> pb.StopJobReply:
+        self.stops.append((request.reason, list(self.fake.killed)))
+        return pb.StopJobReply(grace_seconds=0.1, tasks=2)
+
+
+class KillableYarn(FakeYarn):
+    """A running job whose master listens at ``address``; its tasks have ended."""
+
+    def __init__(self, address: str, credentials: tuple[bytes, bytes]) -> None:
+        super().__init__([Report(state="RUNNING")])
+        cert, key = credentials
+        self.security = skein.Security(cert_bytes=cert, key_bytes=key)
+        self.kv = {
+            MASTER_KEY: address.encode(),
+            STATUS_KEY: JobStatus(
+                phase=Phase.STOPPING,
+                tasks=[
+                    TaskStatus(task="ps:0", role="ps", index=0, state=TaskState.KILLED)
+                ],
+            )
+            .to_json()
+            .encode(),
+        }
+
+    def connect(self, app_id: str, wait: bool = True) -> Any:
+        return SimpleNamespace(kv=self.kv, close=lambda: None)

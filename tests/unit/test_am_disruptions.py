@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 from _am_support import job
-from test_am_recovery import PS_JOB, form, reregister, tick
-from test_am_state import Clock, run
+from _state_support import PS_JOB, Clock, form, reregister, run, tick
 
 from am.launcher import FakeLauncher
 from am.reconcile import SIGTERM_HOLD

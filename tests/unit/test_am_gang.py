@@ -12,7 +12,7 @@ import random
 
 import pytest
 from _am_support import job
-from test_am_state import Clock, register, run
+from _state_support import Clock, register, run
 
 from am.gang import MAX_PAUSE, MIN_PAUSE, Decision, decide, pause, pause_ceiling
 from am.launcher import FakeLauncher

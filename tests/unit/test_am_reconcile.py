@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from _am_support import job
-from test_am_state import Clock, register_all, run
+from _state_support import Clock, register_all, run
 
 from am.launcher import FakeLauncher
 from am.policy import Failure

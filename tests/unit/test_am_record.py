@@ -12,7 +12,7 @@ import time
 
 import pytest
 from _am_support import job
-from test_am_state import Clock, register, run
+from _state_support import Clock, register, run
 
 from am.launcher import FakeLauncher
 from am.record import JobRecord, keep_when_stopped, write_record

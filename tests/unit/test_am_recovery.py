@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from _am_support import job
-from test_am_state import Clock, register, run
+from _state_support import PS_JOB, Clock, form, register, reregister, run, tick
 
 from am.launcher import FakeLauncher
 from am.model import TaskRejected
@@ -13,36 +13,6 @@ from tfyarn._proto import master_pb2 as pb
 from tfyarn.contract import clusterspec as _clusterspec
 from tfyarn.contract.status import Phase, TaskState
 from tfyarn.spec import Role
-
-PS_JOB = {"chief": 1, "ps": 1, "worker": 2}
-
-
-def reregister(state: JobState, role: str, index: int, attempt: int, port: int) -> None:
-    state.register(
-        pb.RegisterTaskRequest(
-            task=pb.TaskKey(role=role, index=index),
-            attempt=attempt,
-            host="h",
-            port=port,
-        )
-    )
-
-
-def form(state: JobState, launcher: FakeLauncher) -> dict[str, int]:
-    """Grant every container and register every task; return ports by task."""
-    for cid in list(launcher.containers):
-        launcher.grant(cid)
-    ports = {}
-    for n, (role, index) in enumerate(state.spec.task_keys()):
-        register(state, role.value, index, 2000 + n)
-        ports[f"{role.value}:{index}"] = 2000 + n
-    return ports
-
-
-async def tick(state: JobState, clock: Clock) -> None:
-    """One second later, one reconcile pass (it polls YARN once per tick)."""
-    clock.now += 1
-    await state.reconcile_once()
 
 
 def started_env(launcher: FakeLauncher, container_id: str) -> dict[str, str]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from _am_support import job
-from test_am_recovery import PS_JOB, form, reregister, tick
-from test_am_state import Clock, run
+from _state_support import PS_JOB, Clock, form, reregister, run, tick
 
 from am.launcher import FakeLauncher
 from am.state import JobState

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from _am_support import job
+from _state_support import Clock, register, register_all, run
 
 from am.launcher import FakeLauncher
 from am.model import TaskRejected
@@ -21,49 +21,6 @@ from tfyarn.contract.status import (
     TaskState,
 )
 from tfyarn.spec import JobSpec, Role
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def run(
-    spec: JobSpec, scenario: Callable[[JobState, FakeLauncher, Clock], Awaitable[None]]
-) -> tuple[JobState, FakeLauncher]:
-    """Run the master's loop with ``scenario`` driving it; return when it ends."""
-    launcher = FakeLauncher()
-    clock = Clock()
-
-    async def main() -> None:
-        state = JobState(spec, launcher, clock=clock, tick=0.01, master_address="m:1")
-        await state.start()  # the loop's beginning: every task's container asked for
-        await state.reconcile_once()  # and its first pass
-        await scenario(state, launcher, clock)
-        await asyncio.wait_for(state.until_done(), 5)
-        result["state"] = state
-
-    result: dict[str, Any] = {}
-    asyncio.run(main())
-    return result["state"], launcher
-
-
-def register(state: JobState, role: str, index: int, port: int) -> None:
-    state.register(
-        pb.RegisterTaskRequest(
-            task=pb.TaskKey(role=role, index=index), attempt=0, host="h", port=port
-        )
-    )
-
-
-def register_all(state: JobState, launcher: FakeLauncher) -> None:
-    for cid in list(launcher.containers):
-        launcher.grant(cid)
-    for n, (role, index) in enumerate(state.spec.task_keys()):
-        register(state, role.value, index, 2000 + n)
 
 
 def test_master_launches_each_task_with_its_identity() -> None:

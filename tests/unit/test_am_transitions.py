@@ -15,7 +15,7 @@ import itertools
 
 import pytest
 from _am_support import job
-from test_am_state import Clock
+from _state_support import Clock
 
 from am.gang import MIN_PAUSE, Step
 from am.launcher import FakeLauncher

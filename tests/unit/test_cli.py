@@ -7,23 +7,17 @@ import importlib
 import time
 from concurrent import futures
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import grpc
 import pytest
-import skein
-from _fake_yarn import APP_ID, FakeYarn, Report
+from _fake_yarn import APP_ID, FakeYarn, KillableYarn, RecordingMaster, Report, use
 
 import tfyarn.cluster
 from tfyarn import cli
-from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
 from tfyarn.cli import main
-from tfyarn.client import connection, tasklogs
+from tfyarn.client import tasklogs
 from tfyarn.contract.status import (
-    MASTER_KEY,
-    STATUS_KEY,
     JobStatus,
     Phase,
     TaskState,
@@ -44,15 +38,6 @@ def script(tmp_path: Path) -> str:
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(time, "sleep", lambda s: None)
-
-
-def use(monkeypatch: pytest.MonkeyPatch, fake: FakeYarn | None) -> None:
-    def connect() -> FakeYarn:
-        if fake is None:
-            raise AssertionError("the CLI connected to YARN but should not have")
-        return fake
-
-    monkeypatch.setattr(connection, "connect", connect)
 
 
 def no_local_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -325,41 +310,6 @@ def test_status_refuses_a_non_id(
     assert "expected an application id like" in capsys.readouterr().err
 
 
-class _RecordingMaster(master_pb2_grpc.MasterServicer):
-    """A real gRPC master (mutual TLS) that records StopJob and what came before."""
-
-    def __init__(self, fake: FakeYarn) -> None:
-        self.fake = fake
-        self.stops: list[tuple[str, list[str]]] = []
-
-    def StopJob(self, request: pb.StopJobRequest, context: Any) -> pb.StopJobReply:
-        self.stops.append((request.reason, list(self.fake.killed)))
-        return pb.StopJobReply(grace_seconds=0.1, tasks=2)
-
-
-class _KillableYarn(FakeYarn):
-    """A running job whose master listens at ``address``; its tasks have ended."""
-
-    def __init__(self, address: str, credentials: tuple[bytes, bytes]) -> None:
-        super().__init__([Report(state="RUNNING")])
-        cert, key = credentials
-        self.security = skein.Security(cert_bytes=cert, key_bytes=key)
-        self.kv = {
-            MASTER_KEY: address.encode(),
-            STATUS_KEY: JobStatus(
-                phase=Phase.STOPPING,
-                tasks=[
-                    TaskStatus(task="ps:0", role="ps", index=0, state=TaskState.KILLED)
-                ],
-            )
-            .to_json()
-            .encode(),
-        }
-
-    def connect(self, app_id: str, wait: bool = True) -> Any:
-        return SimpleNamespace(kv=self.kv, close=lambda: None)
-
-
 def test_kill_stops_every_task_through_the_master_before_killing(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -373,8 +323,8 @@ def test_kill_stops_every_task_through_the_master_before_killing(
             [(key, cert)], root_certificates=cert, require_client_auth=True
         ),
     )
-    fake = _KillableYarn(f"127.0.0.1:{port}", credentials)
-    master = _RecordingMaster(fake)
+    fake = KillableYarn(f"127.0.0.1:{port}", credentials)
+    master = RecordingMaster(fake)
     master_pb2_grpc.add_MasterServicer_to_server(master, server)
     server.start()
     try:

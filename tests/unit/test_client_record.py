@@ -10,8 +10,7 @@ from typing import Any
 
 import grpc
 import pytest
-from _fake_yarn import APP_ID, FakeYarn, Report
-from test_cli import _KillableYarn, _RecordingMaster, use
+from _fake_yarn import APP_ID, FakeYarn, KillableYarn, RecordingMaster, Report, use
 
 import tfyarn
 from tfyarn._proto import master_pb2_grpc
@@ -218,9 +217,9 @@ def test_kill_lets_the_master_keep_the_record_before_yarn_kills(
             [(key, cert)], root_certificates=cert, require_client_auth=True
         ),
     )
-    fake = _KillableYarn(f"127.0.0.1:{port}", credentials)
+    fake = KillableYarn(f"127.0.0.1:{port}", credentials)
     fake.kv = _Kv(fake.kv, fake, reads=2, then=WRITTEN.encode())
-    master_pb2_grpc.add_MasterServicer_to_server(_RecordingMaster(fake), server)
+    master_pb2_grpc.add_MasterServicer_to_server(RecordingMaster(fake), server)
     server.start()
     try:
         use(monkeypatch, fake)

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_contract_tokens import hdfs_token
+from _am_support import hdfs_token
 
 from tfyarn.contract.tokens import TokenFile
 from tfyarn.data.fs.errors import HdfsAuthError, mapped_error
