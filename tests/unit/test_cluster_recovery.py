@@ -7,6 +7,7 @@ restarts real daemons under real jobs)."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -277,3 +278,21 @@ def test_outcome_says_what_was_done_and_how_long_it_took() -> None:
     killed = _restarts.Outcome("NodeManager on node2.x", 9, None, 0.3).summary("kill")
     assert killed.startswith("Killed the NodeManager on node2.x (pid 9, SIGKILL)")
     assert killed.endswith("(0.3 s).")
+
+
+def test_a_client_is_pointed_at_a_cluster_with_a_daemon_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With the ResourceManager killed, `tfyarn status` must reach the cluster's
+    # configuration to say the ResourceManager is unreachable.
+    from tfyarn.cluster import use_local_cluster
+
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    env = {"HADOOP_CONF_DIR": str(tmp_path / "conf")}
+    monkeypatch.setattr(LocalCluster, "env_vars", lambda self: env)
+    pids: dict[str, int | None] = {"namenode": None, "resourcemanager": None}
+    monkeypatch.setattr(LocalCluster, "pids", lambda self: pids)
+    assert use_local_cluster(tmp_path) is None  # stopped: nothing to point at
+    pids["namenode"] = 1
+    assert use_local_cluster(tmp_path) == env
+    assert os.environ["HADOOP_CONF_DIR"] == str(tmp_path / "conf")

@@ -664,7 +664,9 @@ def use_local_cluster(
 
     When HADOOP_CONF_DIR is unset (or ``override`` is true) and the local
     cluster in ``base_dir`` is running, its environment (see
-    ``LocalCluster.env_vars``) is put into ``os.environ``.
+    ``LocalCluster.env_vars``) is put into ``os.environ``. Running means any
+    of its daemons: with one down (``tfyarn cluster kill``), a client is told
+    that daemon is unreachable, not that there is no cluster.
 
     Returns
     -------
@@ -674,7 +676,7 @@ def use_local_cluster(
     if os.environ.get("HADOOP_CONF_DIR") and not override:
         return None
     cluster = LocalCluster(base_dir)
-    if not cluster.is_running():
+    if all(pid is None for pid in cluster.pids().values()):
         return None
     env = cluster.env_vars()
     os.environ.update(env)
