@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,12 @@ _JAVA_PREFIX = re.compile(r"^(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error):
 _CALLED = re.compile(r"\bto ([\w.\-]+):(\d+) failed on\b")
 # Hadoop's pointer to its wiki after a connection error: noise in a message.
 _WIKI = re.compile(r";?\s*For more details see:\s+\S+")
+# A driver's "Unknown ApplicationId" this soon came from a ResourceManager that
+# answered; one that cannot be reached makes the driver retry for
+# TFYARN_YARN_TIMEOUT first, so only a slower answer may mean "unreachable".
+_ANSWERED_WITHIN_S = 1.0
+# How long to wait for a ResourceManager to accept a connection.
+PROBE_TIMEOUT_S = 3.0
 # The login of the last driver started, so yarn_errors can name it.
 _login = Login()
 # The login asked for by the command running (see login_as).
@@ -308,10 +316,15 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
     know (or that is not a skein application), skein 0.8.2's driver answers
     INVALID_ARGUMENT, so ``application_report`` and ``kill_application`` raise
     :class:`ValueError`; ``app_id`` has passed :func:`check_app_id` by then, so
-    that can only mean "no such application".
+    that can only mean "no such application" when the ResourceManager
+    answered. The driver says the same when it could not reach the
+    ResourceManager (down or restarting) after retrying for
+    ``$TFYARN_YARN_TIMEOUT``: an answer that slow, with no ResourceManager
+    accepting a connection, is reported as unreachable instead.
     """
     import skein
 
+    began = time.monotonic()
     try:
         yield
     except TfyarnError:
@@ -322,6 +335,11 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
         found = _kerberos_failure(_tail(_driver_log()))
         if found is not None:
             raise found from None
+        # ... and when it could not reach the ResourceManager at all (down,
+        # or restarting), after retrying for the bound: nothing listens then.
+        slow = time.monotonic() - began >= _ANSWERED_WITHIN_S
+        if slow and not rm_accepts_connections():
+            raise unreachable("no ResourceManager accepts connections") from None
         if app_id:
             raise no_application(app_id, cause(exc)) from None
         raise TfyarnError(f"YARN refused the request: {cause(exc)}") from None
@@ -337,6 +355,28 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
         if any(mark in str(exc) for mark in _UNREACHABLE):
             raise unreachable(cause(exc)) from None
         raise TfyarnError(f"YARN refused the request: {cause(exc)}") from None
+
+
+def rm_accepts_connections(timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether a ResourceManager of ``$HADOOP_CONF_DIR`` accepts a TCP connection.
+
+    True when there is no configuration to tell (nothing to contradict).
+    """
+    conf_dir = os.environ.get(CONF_DIR_ENV)
+    if not conf_dir:
+        return True
+    try:
+        addresses = HadoopConf(conf_dir).rm_addresses
+    except ClusterError:
+        return True
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def _kerberos_failure(said: str) -> kerberos.KerberosError | None:

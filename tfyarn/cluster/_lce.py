@@ -302,3 +302,26 @@ def _group_name(gid: int) -> str:
         return grp.getgrgid(gid).gr_name
     except KeyError:
         return str(gid)
+
+
+def remove_docker_containers(
+    names: Sequence[str], *, docker: str = "/usr/bin/docker"
+) -> None:
+    """``docker rm -f`` the containers YARN's Docker runtime named ``names``
+    (it names each after its YARN container id), best effort.
+
+    A NodeManager under supervision leaves them running when it stops; the
+    cluster's ``stop`` ends them. Names Docker does not know are skipped.
+    """
+    if not names or not Path(docker).is_file():
+        return
+    try:
+        subprocess.run(
+            [docker, "rm", "-f", *names],
+            capture_output=True,
+            timeout=60,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        pass  # stop goes on; `docker ps` shows what is left

@@ -43,6 +43,17 @@ def check_base_dir(base_dir: Path) -> None:
         )
 
 
+def wipe_recovery_stores(base_dir: Path) -> None:
+    """Empty the ResourceManager's and NodeManagers' recovery stores.
+
+    For a start of a stopped cluster: `stop` ended every container, so what
+    the stores hold would come back as applications without containers,
+    which YARN would then start again as new attempts.
+    """
+    for store in _render.recovery_stores(base_dir):
+        shutil.rmtree(store, ignore_errors=True)
+
+
 def host_dir(base_dir: Path, host: _netns.Host) -> Path:
     """Where one host keeps its configuration, data and logs."""
     return base_dir / "nodes" / host.name

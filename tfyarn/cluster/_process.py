@@ -186,15 +186,53 @@ def terminate(pids: Iterable[int], *, grace: float = 20.0) -> list[int]:
     return killed
 
 
+# Where NodeManagers keep each container's pid file:
+# <node dir>/data/nm-local/nmPrivate/<application>/<container>/<container>.pid
+_CONTAINER_DIRS = ("data/nm-local/nmPrivate/*/*", "nodes/*/data/nm-local/nmPrivate/*/*")
+
+
+def container_dirs(base_dir: Path) -> list[Path]:
+    """The NodeManagers' private directory of every container they ran or run
+    (named by the container id)."""
+    return [d for pattern in _CONTAINER_DIRS for d in base_dir.glob(pattern)]
+
+
+def _container_sessions(base_dir: Path) -> set[int]:
+    # Each container runs in a session of its own (setsid), led by the pid
+    # its pid file names.
+    sessions = set()
+    for directory in container_dirs(base_dir):
+        for pid_path in directory.glob("*.pid"):
+            text = pid_path.read_text(errors="replace").strip()
+            if text.isdigit():
+                sessions.add(int(text))
+    return sessions
+
+
+def _session(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # state ppid pgrp session ...
+    return int(fields[3]) if len(fields) > 3 else None
+
+
 def strays(base_dir: Path, exclude: Iterable[int] = ()) -> list[int]:
-    """Processes left from this cluster: its JVMs and anything running in a
-    container directory under ``base_dir`` (a NodeManager killed hard leaves its
-    containers behind)."""
+    """Processes left from this cluster: its JVMs and its containers.
+
+    A container's process is one running in a container directory under
+    ``base_dir``, or in the session of such a process when a NodeManager's
+    pid file names that session as a container's. A NodeManager killed hard,
+    or stopped under supervision (it leaves its containers for the next one),
+    leaves its containers behind.
+    """
     marker = home_marker(base_dir)
     prefix = str(base_dir) + os.sep
     me = os.getpid()
     skip = {me, *exclude}
     found = []
+    others: dict[int, int | None] = {}  # pid -> session, not matched (yet)
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -210,6 +248,11 @@ def strays(base_dir: Path, exclude: Iterable[int] = ()) -> list[int]:
             continue
         if (cwd + os.sep).startswith(prefix) and "nm-local" in cwd:
             found.append(pid)
+        else:
+            others[pid] = _session(pid)
+    # Both conditions: a pid file alone may be stale, its pid reused.
+    sessions = _container_sessions(base_dir) & {_session(p) for p in found}
+    found += [pid for pid, sid in others.items() if sid in sessions]
     return found
 
 

@@ -95,6 +95,8 @@ def template_values(
             _scheduler.preemption_properties(settings.preemption),
         ]
     )
+    values["rm_state_dir"] = rm_state_store(base_dir)
+    values["nm_recovery_dir"] = nm_recovery_dir(node_dir or base_dir)
     values.update(settings.resolved_ports())
     return values
 
@@ -103,6 +105,28 @@ def label_store(base_dir: Path) -> Path:
     """Where the ResourceManager keeps the node labels (not Hadoop's default
     under /tmp, which every cluster on the machine would share)."""
     return base_dir / "data" / "node-labels"
+
+
+def rm_state_store(base_dir: Path) -> Path:
+    """Where the ResourceManager keeps its applications for a restart."""
+    return base_dir / "data" / "rm-state"
+
+
+def nm_recovery_dir(node_dir: Path) -> Path:
+    """Where a node's NodeManager keeps its containers for a restart."""
+    return node_dir / "data" / "nm-recovery"
+
+
+def recovery_stores(base_dir: Path) -> list[Path]:
+    """Every recovery store of the cluster in ``base_dir``: the
+    ResourceManager's and each NodeManager's (loopback and every host's,
+    whatever the number of hosts a previous start made)."""
+    hosts = sorted((base_dir / "nodes").glob("*"))
+    return [
+        rm_state_store(base_dir),
+        nm_recovery_dir(base_dir),
+        *(nm_recovery_dir(h) for h in hosts),
+    ]
 
 
 def write_config(

@@ -1,4 +1,4 @@
-"""``tfyarn cluster start|stop|status|env``: the local cluster from the shell."""
+"""``tfyarn cluster start|stop|status|node|kill|restart|env``: the local cluster from the shell."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 from tfyarn._flags import add_option, add_switch
 from tfyarn.client import config
 from tfyarn.cluster import _scheduler
+from tfyarn.cluster._restarts import RESTART_WAIT_S
 from tfyarn.cluster._settings import PORTS, ClusterSettings, load_settings
 from tfyarn.cluster.local import START_TIMEOUT_S, ClusterStatus, LocalCluster
 from tfyarn.errors import ClusterError, SpecError
@@ -190,6 +191,35 @@ def add_commands(subparsers: Any) -> None:
     node.add_argument("name", help="node1, node2, ... (or its host name)")
     node.set_defaults(func=_node)
 
+    kill = _daemon_command(
+        commands,
+        "kill",
+        help="crash the ResourceManager or a NodeManager and leave it down",
+        description="SIGKILL the daemon's JVM, as a crash would; its containers "
+        "keep running. It stays down until `restart` or `start`.",
+    )
+    common(kill)
+    kill.set_defaults(func=_kill)
+
+    restart = _daemon_command(
+        commands,
+        "restart",
+        help="crash the ResourceManager or a NodeManager and start it again",
+        description="SIGKILL the daemon (as a crash would), start it again and "
+        "wait until it is back: the ResourceManager answering with its "
+        "NodeManagers RUNNING again, or the NodeManager RUNNING in the "
+        "ResourceManager. Both recover their state: running jobs keep their "
+        "containers.",
+    )
+    common(restart)
+    restart.add_argument(
+        "--timeout",
+        type=float,
+        default=RESTART_WAIT_S,
+        help=f"seconds to wait for the daemon to be back ({RESTART_WAIT_S:.0f})",
+    )
+    restart.set_defaults(func=_restart)
+
     env = commands.add_parser(
         "env",
         help='shell exports for the cluster: eval "$(tfyarn cluster env)"',
@@ -200,6 +230,26 @@ def add_commands(subparsers: Any) -> None:
     )
     common(env)
     env.set_defaults(func=_env)
+
+
+def _daemon_command(
+    commands: Any, action: str, *, help: str, description: str
+) -> argparse.ArgumentParser:
+    """``cluster kill|restart DAEMON [NAME]``."""
+    sub: argparse.ArgumentParser = commands.add_parser(
+        action, help=help, description=description
+    )
+    # Not argparse choices: a wrong name is an error naming both (exit 1).
+    sub.add_argument(
+        "daemon", metavar="{resourcemanager,nodemanager}", help="the daemon"
+    )
+    sub.add_argument(
+        "name",
+        nargs="?",
+        help="the NodeManager's host on a --nodes cluster (node1, ...); none on "
+        "the one-node cluster",
+    )
+    return sub
 
 
 def _requested_settings(
@@ -302,6 +352,22 @@ def _node(args: argparse.Namespace) -> int:
         host = cluster.node_partition(args.name, heal=args.action == "heal")
         what = "reconnected" if args.action == "heal" else "cut off the network"
         print(f"{host.name} ({host.host}, {host.address}) is {what}.")
+    return 0
+
+
+def _kill(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(args.base_dir)
+    outcome = cluster.kill_daemon(args.daemon, args.name, log=_log)
+    print(outcome.summary("kill"))
+    return 0
+
+
+def _restart(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(args.base_dir)
+    outcome = cluster.restart_daemon(
+        args.daemon, args.name, timeout=args.timeout, log=_log
+    )
+    print(outcome.summary("restart"))
     return 0
 
 

@@ -10,6 +10,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,12 +18,14 @@ from tfyarn.cluster import (
     _daemons,
     _hadoop,
     _hosts,
+    _lce,
     _netns,
     _prepare,
     _probe,
     _process,
     _ready,
     _render,
+    _restarts,
 )
 from tfyarn.cluster._secure import SecureCluster, namenode_web, secure_ports
 from tfyarn.cluster._settings import (
@@ -337,6 +340,9 @@ class LocalCluster:
                     made_hosts = True
             if not running:  # never rewrite the config under a live daemon
                 _prepare.write_config(self.base_dir, settings, lay, lib_dir)
+                # A new life: recover nothing of the last (a daemon restarted
+                # while others run keeps the stores, and its jobs).
+                _prepare.wipe_recovery_stores(self.base_dir)
                 _render.write_wrappers(
                     base_dir=self.base_dir,
                     java_home=java_home,
@@ -493,6 +499,100 @@ class LocalCluster:
         _netns.set_partitioned(host, not heal)
         return host
 
+    # -- one daemon: crash, restart -----------------------------------------
+
+    def _rehearsed(self, daemon: str, name: str | None) -> Instance:
+        _restarts.check_daemon(daemon)
+        if all(pid is None for pid in self.pids().values()):
+            raise ClusterError(
+                f"the local cluster in {self.base_dir} is not running; start it "
+                "with `tfyarn cluster start`"
+            )
+        return _restarts.pick(
+            self.base_dir, self.settings(), self.layout(), daemon, name
+        )
+
+    def kill_daemon(
+        self, daemon: str, name: str | None = None, *, log: Log = _quiet
+    ) -> _restarts.Outcome:
+        """Crash one daemon: SIGKILL the ResourceManager, or a NodeManager (on
+        host ``name`` of a multi-host cluster), and leave it down. Its
+        containers keep running.
+
+        Raises
+        ------
+        ClusterError
+            Unknown daemon or host, the cluster or the daemon not running.
+        """
+        began = time.monotonic()
+        inst = self._rehearsed(daemon, name)
+        with self._lock():
+            log(f"Killing the {_restarts.title(inst)} ...")
+            pid = _restarts.crash(self.base_dir, inst)
+        if pid is None:
+            raise ClusterError(
+                f"the {_restarts.title(inst)} of the cluster in {self.base_dir} is "
+                f"not running (killed before?); `tfyarn cluster restart {daemon}` "
+                "starts it again"
+            )
+        return _restarts.Outcome(
+            _restarts.title(inst), pid, None, time.monotonic() - began
+        )
+
+    def restart_daemon(
+        self,
+        daemon: str,
+        name: str | None = None,
+        *,
+        timeout: float = _restarts.RESTART_WAIT_S,
+        log: Log = _quiet,
+    ) -> _restarts.Outcome:
+        """Crash one daemon (SIGKILL, as in ``kill_daemon``; nothing to kill if
+        it is down) and start it again, returning once it is back: the
+        ResourceManager answering with its NodeManagers RUNNING again, or the
+        NodeManager registered and RUNNING. Recovery keeps the running jobs.
+
+        Raises
+        ------
+        ClusterError
+            Unknown daemon or host, the cluster not running, a NodeManager
+            restart while the ResourceManager is down, or the daemon died or
+            was not back within ``timeout`` seconds.
+        """
+        began = time.monotonic()
+        inst = self._rehearsed(daemon, name)
+        settings = self.settings()
+        if daemon == "nodemanager" and self.pids()["resourcemanager"] is None:
+            raise ClusterError(
+                "the ResourceManager is down, so a restarted NodeManager could not "
+                "register; `tfyarn cluster restart resourcemanager` first"
+            )
+        with self._lock():
+            log(f"Killing the {_restarts.title(inst)} ...")
+            killed = _restarts.crash(self.base_dir, inst)
+            java_home = _hadoop.find_java_home()
+            module_flags = _hadoop.java_module_flags(java_home)
+            if settings.secure:
+                module_flags = (*module_flags, *self.secure(settings).java_flags())
+            if inst.host is None:
+                ports = settings.resolved_ports()
+                _process.check_ports_free(inst.daemon, ports, self.master_address())
+            proc = self._spawn(inst, java_home, module_flags, log)
+            log(f"Waiting for the {_restarts.title(inst)} to be back ...")
+            _restarts.wait_back(
+                self.base_dir,
+                settings,
+                self.layout(),
+                inst,
+                proc,
+                master=self.master_address(),
+                log_offset=self._log_offsets.get(inst.key, 0),
+                timeout=timeout,
+            )
+        return _restarts.Outcome(
+            _restarts.title(inst), killed, proc.pid, time.monotonic() - began
+        )
+
     # -- stop --------------------------------------------------------------
 
     def stop(self, *, wipe: bool = False, log: Log = _quiet) -> list[str]:
@@ -524,6 +624,10 @@ class LocalCluster:
                 _process.terminate([pid], grace=3 if slow else 20)
                 stopped.append(title)
                 _process.pid_file(self.base_dir, inst.key).unlink(missing_ok=True)
+            if self.settings().container_executor:
+                # The NodeManager (supervised) leaves Docker's containers running.
+                names = [d.name for d in _process.container_dirs(self.base_dir)]
+                _lce.remove_docker_containers(names)
             leftovers = _process.strays(self.base_dir)
             if leftovers:
                 log(f"Stopping {len(leftovers)} leftover process(es) ...")
@@ -560,7 +664,9 @@ def use_local_cluster(
 
     When HADOOP_CONF_DIR is unset (or ``override`` is true) and the local
     cluster in ``base_dir`` is running, its environment (see
-    ``LocalCluster.env_vars``) is put into ``os.environ``.
+    ``LocalCluster.env_vars``) is put into ``os.environ``. Running means any
+    of its daemons: with one down (``tfyarn cluster kill``), a client is told
+    that daemon is unreachable, not that there is no cluster.
 
     Returns
     -------
@@ -570,7 +676,7 @@ def use_local_cluster(
     if os.environ.get("HADOOP_CONF_DIR") and not override:
         return None
     cluster = LocalCluster(base_dir)
-    if not cluster.is_running():
+    if all(pid is None for pid in cluster.pids().values()):
         return None
     env = cluster.env_vars()
     os.environ.update(env)

@@ -1,0 +1,151 @@
+"""``tfyarn status APP`` while the ResourceManager is down or restarting.
+
+skein 0.8.2's driver answers "Unknown ApplicationId" for every failed
+application report, also after retrying an unreachable ResourceManager for
+``$TFYARN_YARN_TIMEOUT``: such a slow answer, with no ResourceManager accepting
+a connection, is reported as unreachable, never as an unknown application.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _fake_yarn import APP_ID, FakeYarn, Report
+
+import tfyarn
+from tfyarn.client import connection, hadoop_conf
+
+# What the driver says for any failed report (Driver.getReport).
+UNKNOWN = f"Unknown ApplicationId '{APP_ID}'"
+# The gate in these tests, and how long a "retrying" driver takes here.
+GATE_S = 0.5
+RETRIED_S = 0.7
+
+
+def rm_conf(tmp_path: Path, port: int) -> Path:
+    conf = tmp_path / "conf"
+    conf.mkdir(exist_ok=True)
+    (conf / "core-site.xml").write_text("<configuration></configuration>")
+    (conf / "yarn-site.xml").write_text(
+        "<configuration><property><name>yarn.resourcemanager.address</name>"
+        f"<value>127.0.0.1:{port}</value></property></configuration>"
+    )
+    return conf
+
+
+@pytest.fixture
+def listener() -> Iterator[socket.socket]:
+    """A port that accepts connections, as a running ResourceManager's does."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        yield sock
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A port nothing listens on, as a killed ResourceManager's."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(autouse=True)
+def _gate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(connection, "_ANSWERED_WITHIN_S", GATE_S)
+    monkeypatch.setattr(connection, "_driver_log", lambda: tmp_path / "none.log")
+    monkeypatch.delenv(hadoop_conf.TIMEOUT_ENV, raising=False)
+
+
+class _Retrying(FakeYarn):
+    """A driver whose report fails after ``delay`` seconds, as skein's does."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def application_report(self, app_id: str) -> Report:
+        time.sleep(self.delay)
+        raise ValueError(UNKNOWN)
+
+
+def test_status_while_the_rm_is_down_says_it_is_unreachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free_port: int
+) -> None:
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(rm_conf(tmp_path, free_port)))
+    started = time.monotonic()
+    with pytest.raises(connection.YarnUnreachableError) as err:
+        tfyarn.status(APP_ID, client=_Retrying(RETRIED_S))
+    text = str(err.value)
+    assert f"could not reach the YARN ResourceManager at 127.0.0.1:{free_port}" in text
+    assert "no ResourceManager accepts connections" in text
+    assert "gave up after retrying for about 20 s" in text
+    assert hadoop_conf.TIMEOUT_ENV in text and "no application" not in text
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    # The probe adds nothing like a retry of its own: a refused port answers at once.
+    assert time.monotonic() - started < RETRIED_S + connection.PROBE_TIMEOUT_S
+
+
+def test_a_slow_unknown_from_a_reachable_rm_is_still_an_unknown_application(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listener: socket.socket
+) -> None:
+    port = listener.getsockname()[1]
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(rm_conf(tmp_path, port)))
+    with pytest.raises(
+        connection.UnknownApplicationError, match=f"no application {APP_ID}"
+    ):
+        tfyarn.status(APP_ID, client=_Retrying(RETRIED_S))
+
+
+def test_a_quick_unknown_came_from_an_rm_that_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free_port: int
+) -> None:
+    # An answer within the gate was the ResourceManager's: no probe, however
+    # the port looks by the time of the error.
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(rm_conf(tmp_path, free_port)))
+    with pytest.raises(connection.UnknownApplicationError):
+        tfyarn.status(APP_ID, client=_Retrying(0))
+
+
+def test_every_rm_of_an_ha_pair_is_probed(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    listener: socket.socket,
+    free_port: int,
+) -> None:
+    conf = rm_conf(tmp_path, free_port)
+    port = listener.getsockname()[1]
+    (conf / "yarn-site.xml").write_text(
+        "<configuration>"
+        + "".join(
+            f"<property><name>{k}</name><value>{v}</value></property>"
+            for k, v in {
+                "yarn.resourcemanager.ha.enabled": "true",
+                "yarn.resourcemanager.ha.rm-ids": "rm1,rm2",
+                "yarn.resourcemanager.address.rm1": f"127.0.0.1:{free_port}",
+                "yarn.resourcemanager.address.rm2": f"127.0.0.1:{port}",
+            }.items()
+        )
+        + "</configuration>"
+    )
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf))
+    assert connection.rm_accepts_connections()
+    listener.close()
+    assert not connection.rm_accepts_connections()
+
+
+def test_without_a_configuration_the_probe_contradicts_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    assert connection.rm_accepts_connections()
+    with (
+        pytest.raises(connection.UnknownApplicationError),
+        connection.yarn_errors(APP_ID),
+    ):
+        time.sleep(RETRIED_S)
+        raise ValueError(UNKNOWN)
