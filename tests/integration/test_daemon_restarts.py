@@ -119,7 +119,8 @@ def cli(
 def test_a_nodemanager_restart_keeps_the_running_job(
     skein_client: Any, cluster: LocalCluster, base: str
 ) -> None:
-    args = ["--checkpoint_dir", f"{base}/nm", "--steps", "600"]
+    # Steps enough to train on through a 3 s restart and 30 steps after it.
+    args = ["--checkpoint_dir", f"{base}/nm", "--steps", "250"]
     with running_job(skein_client, MWMS_JOB, args=args, **OPTIONS) as job:
         reached = wait_for_step(job, 30)
         pids = scripts(job)
@@ -145,7 +146,10 @@ def test_a_nodemanager_restart_keeps_the_running_job(
 def test_a_resourcemanager_restart_keeps_the_running_all_reduce_job(
     skein_client: Any, cluster: LocalCluster, base: str
 ) -> None:
-    args = ["--checkpoint_dir", f"{base}/rm", "--steps", "1500"]
+    # Steps enough (at 0.1-0.2 s a step) to outlast the ResourceManager's
+    # downtime here (the status check's bounded wait and a restart: 15-25 s)
+    # several times over, so the job is still training when it is back.
+    args = ["--checkpoint_dir", f"{base}/rm", "--steps", "700"]
     where = ["--base-dir", str(cluster.base_dir)]
     with running_job(skein_client, MWMS_JOB, args=args, **OPTIONS) as job:
         reached = wait_for_step(job, 30)
