@@ -62,6 +62,12 @@ RESTARTS_LISTED = 5
 # YARN says whether it took the container back, or after this long. Shorter
 # than the runtime's wait for a restart in place (3 s) after it reports.
 SIGTERM_HOLD = 2.5
+# ... and how long when the runtime was sent SIGTERM too: its container is
+# being ended from outside and cannot restart in place, and YARN's word on it
+# (the NodeManager's heartbeat, the ResourceManager's, skein's allocate
+# heartbeat, the master's poll) took longer than SIGTERM_HOLD on a loaded
+# two-core host.
+CONTAINER_END_HOLD = 30.0
 # A script's exit code for SIGTERM: as Popen gives it, and as a shell does.
 SIGTERM_EXITS = frozenset({-signal.SIGTERM, 128 + signal.SIGTERM})
 
@@ -389,7 +395,15 @@ class Reconciler:
             Failure.LOST,
         )
 
-    def hold(self, task: Task, code: int, reason: str, kind: Failure) -> bool:
+    def hold(
+        self,
+        task: Task,
+        code: int,
+        reason: str,
+        kind: Failure,
+        *,
+        container_ending: bool = False,
+    ) -> bool:
         """Hold a script failure that a SIGTERM caused until YARN says why.
 
         ``JobState.task_end`` asks first; False: not held, decide now. A held
@@ -397,23 +411,24 @@ class Reconciler:
         container back (preempted), else ``reason`` and ``kind`` as reported.
         """
         state = self.state
-        if code not in SIGTERM_EXITS or state.settled:
+        if state.settled or (code not in SIGTERM_EXITS and not container_ending):
             return False
-        self._held[task] = (task.attempt, reason, kind, state.clock())
+        bound = CONTAINER_END_HOLD if container_ending else SIGTERM_HOLD
+        self._held[task] = (task.attempt, reason, kind, state.clock() + bound)
         state.note(task, "ended by SIGTERM: waiting for YARN's word on its container")
         state.poke()
         return True
 
     def _judge_held(self, now: float) -> None:
         state = self.state
-        for task, (attempt, reason, kind, since) in list(self._held.items()):
+        for task, (attempt, reason, kind, until) in list(self._held.items()):
             if task.attempt != attempt:  # a cluster restart brought it back already
                 del self._held[task]
                 continue
             info = state.containers.get(task.container_id or "")
             ended = info is not None and info.ended
             word = disruption(info.exit_message) if info is not None and ended else ""
-            if not ended and now - since < SIGTERM_HOLD:
+            if not ended and now < until:
                 continue
             del self._held[task]
             if info is not None and word:

@@ -95,6 +95,7 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
                 request.attempt,
                 request.exit_code,
                 request.stderr_tail,
+                container_ending=request.container_ending,
             ),
         )
         return pb.ReportTaskEndReply()

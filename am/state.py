@@ -407,9 +407,17 @@ class JobState:
         self.publisher.dirty = True
 
     def task_end(
-        self, role: str, index: int, attempt: int, code: int, tail: str
+        self,
+        role: str,
+        index: int,
+        attempt: int,
+        code: int,
+        tail: str,
+        *,
+        container_ending: bool = False,
     ) -> None:
-        """A task's script ended with ``code``; decide what that means for the job."""
+        """A task's script ended with ``code``; decide what that means for the job
+        (``container_ending``: YARN is ending the container; await its word)."""
         task = self.task(role, index, attempt)
         if task.state.is_terminal():
             return  # already decided (e.g. its container was seen gone first)
@@ -426,7 +434,10 @@ class JobState:
             kind = policy.classify_exit(code, self.spec.retry_exit_codes)
             reason = self._exit_reason(task)
             # A SIGTERM may be YARN preempting the container: its verdict decides.
-            if not self.reconciler.hold(task, code, reason, kind):
+            held = self.reconciler.hold(
+                task, code, reason, kind, container_ending=container_ending
+            )
+            if not held:
                 self.on_failure(task, reason, kind)
         self.poke()
 

@@ -43,7 +43,11 @@ def test_ps_workers_read_disjoint_staged_shards(
     base: str, tmp_path, monkeypatch, plugin: bool
 ) -> None:
     choose_route(monkeypatch, plugin)  # the processes below inherit it
-    write_tfrecord_shards(base + "/ps", [str(i).encode() for i in range(100)], shards=4)
+    # 40 records a file, 80 a worker: as many as all 16 steps of 5 take, since
+    # the coordinator gives steps to whichever worker is free (a loaded host
+    # gave one worker 11 of them) and the shards are read once, not repeated.
+    records = [str(i).encode() for i in range(160)]
+    write_tfrecord_shards(base + "/ps", records, shards=4)
     cluster = {
         "chief": [f"127.0.0.1:{_port()}"],
         "ps": [f"127.0.0.1:{_port()}"],

@@ -11,7 +11,7 @@ from _am_support import job
 from _state_support import PS_JOB, Clock, form, reregister, run, tick
 
 from am.launcher import FakeLauncher
-from am.reconcile import SIGTERM_HOLD
+from am.reconcile import CONTAINER_END_HOLD, SIGTERM_HOLD
 from am.state import JobState
 from tfyarn.client.narrator import Narrator, describe_task, restart_lines
 from tfyarn.contract.exit_codes import disruption, yarn_exit_status
@@ -298,3 +298,41 @@ def test_a_new_master_attempt_goes_on_counting_disruptions() -> None:
     assert len(state.disruption_reasons) == 1
     assert state.disruption_kinds == {"preempted": 1}
     assert JobStatus.from_dict(state.snapshot()).disruptions == 1
+
+
+def test_a_runtime_sent_sigterm_itself_waits_longer_for_yarns_word() -> None:
+    """YARN ends the whole container: the runtime reports ``container_ending``
+    and the verdict waits past SIGTERM_HOLD, as YARN's word may take longer."""
+    spec = job(tasks=PS_JOB, max_restarts=0, stop_grace=2)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        state.task_end("worker", 1, 0, -15, "Terminated", container_ending=True)
+        worker = state.tasks[(Role.WORKER, 1)]
+        clock.now += SIGTERM_HOLD * 4
+        await state.reconcile_once()
+        assert state.outcome is None and worker.attempt == 0  # still waiting
+        launcher.end("worker_1", "FAILED", PREEMPTED)
+        await until_relaunched(state, clock, "worker:1")
+        assert "was preempted" in worker.failures[0]
+        state.request_kill("done")
+
+    state, _ = run(spec, scenario)
+    assert state.budget_used == 0 and len(state.disruption_reasons) == 1
+
+
+def test_a_container_ending_without_yarns_word_is_judged_after_the_long_hold() -> None:
+    spec = job(tasks=PS_JOB, max_restarts=0, stop_grace=2)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        state.task_end("worker", 1, 0, 1, "Traceback", container_ending=True)
+        clock.now += CONTAINER_END_HOLD - 1
+        await state.reconcile_once()
+        assert state.outcome is None
+        clock.now += 2
+        await state.reconcile_once()
+
+    state, launcher = run(spec, scenario)
+    assert state.phase is Phase.FAILED and state.disruption_reasons == []
+    assert launcher.final is not None and "exited with code 1" in launcher.final[1]

@@ -15,6 +15,7 @@ from tfyarn import runtime
 from tfyarn.contract.status import Phase
 from tfyarn.errors import SpecError
 from tfyarn.runtime import Runtime, TaskContext, Timeouts
+from tfyarn.spec import Role
 
 
 def test_tasks_get_tf_config_legacy_flags_and_ps_is_stopped_after_lead_success(
@@ -149,7 +150,14 @@ def test_sigterm_reaches_the_script_and_the_end_is_reported(
     _, err = task.communicate(timeout=30)
     assert task.returncode == 7, err
     assert "script got SIGTERM, checkpointing" in err
-    phase, diagnostics = master.wait_done()
+    # The runtime got SIGTERM itself (YARN ending its container): the master
+    # waits for YARN's word on the container before judging the end ...
+    worker = master.call(lambda: master.state.tasks[(Role.WORKER, 0)])
+    assert master.call(lambda: any("YARN's word" in h for h in worker.history))
+    assert not master._done.is_set()
+    # ... which here is an ordinary kill, so the script's exit stands.
+    master.call(lambda: master.launcher.end("worker_0", "KILLED", "Container killed"))
+    phase, diagnostics = master.wait_done(timeout=10)
     # The lead ended non-zero: the job failed, and says why.
     assert phase is Phase.FAILED
     assert "worker:0" in diagnostics and "exited with code 7" in diagnostics
@@ -271,3 +279,15 @@ def test_a_replaced_task_waits_for_the_old_server_on_its_port(
     finally:
         held.close()
         stuck.close()
+
+
+def test_the_runtimes_own_sigterm_marks_the_container_as_ending() -> None:
+    from tfyarn.runtime.child import StopRequest
+
+    stop = StopRequest()
+    stop.set("the master restarts it in place", 3.0, next_attempt=2)
+    assert not stop.container_ending
+    # YARN's SIGTERM to the runtime arrives meanwhile: final, and from outside.
+    stop.set("SIGTERM received", 3.0, container_ending=True)
+    assert stop.container_ending and stop.next_attempt == 0
+    assert stop.reason == "SIGTERM received"

@@ -140,16 +140,18 @@ class ReportProgressReply(_message.Message):
     def __init__(self) -> None: ...
 
 class ReportTaskEndRequest(_message.Message):
-    __slots__ = ("task", "attempt", "exit_code", "stderr_tail")
+    __slots__ = ("task", "attempt", "exit_code", "stderr_tail", "container_ending")
     TASK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     STDERR_TAIL_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_ENDING_FIELD_NUMBER: _ClassVar[int]
     task: TaskKey
     attempt: int
     exit_code: int
     stderr_tail: str
-    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., exit_code: _Optional[int] = ..., stderr_tail: _Optional[str] = ...) -> None: ...
+    container_ending: bool
+    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., exit_code: _Optional[int] = ..., stderr_tail: _Optional[str] = ..., container_ending: _Optional[bool] = ...) -> None: ...
 
 class ReportTaskEndReply(_message.Message):
     __slots__ = ()

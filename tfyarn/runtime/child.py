@@ -164,10 +164,20 @@ class StopRequest:
         self.reason = ""
         self.grace = 0.0
         self.next_attempt = 0
+        # The runtime's own SIGTERM: the container is being ended from outside.
+        self.container_ending = False
         self._lock = threading.Lock()
 
-    def set(self, reason: str, grace: float, *, next_attempt: int = 0) -> None:
+    def set(
+        self,
+        reason: str,
+        grace: float,
+        *,
+        next_attempt: int = 0,
+        container_ending: bool = False,
+    ) -> None:
         with self._lock:
+            self.container_ending = self.container_ending or container_ending
             if not self.event.is_set():
                 self.reason, self.grace = reason, grace
                 self.next_attempt = next_attempt

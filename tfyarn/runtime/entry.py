@@ -32,6 +32,8 @@ def main() -> int:
     # SIGTERM (YARN preemption, `tfyarn kill`): pass it on with the job's grace.
     signal.signal(
         signal.SIGTERM,
-        lambda *_: runtime.stop.set("SIGTERM received", ctx.spec.stop_grace),
+        lambda *_: runtime.stop.set(
+            "SIGTERM received", ctx.spec.stop_grace, container_ending=True
+        ),
     )
     return runtime.run()

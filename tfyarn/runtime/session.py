@@ -98,13 +98,20 @@ class MasterSession:
         )
         return False
 
-    def report_end(self, code: int, stderr_tail: str) -> None:
-        """Tell the master how the script ended (bounded; a failure only logs)."""
+    def report_end(
+        self, code: int, stderr_tail: str, *, container_ending: bool = False
+    ) -> None:
+        """Tell the master how the script ended (bounded; a failure only logs).
+
+        ``container_ending``: the runtime itself got SIGTERM, so YARN is ending
+        its container and will say why.
+        """
         request = pb.ReportTaskEndRequest(
             task=self.ctx.task_key(),
             attempt=self.ctx.attempt,
             exit_code=code,
             stderr_tail=stderr_tail,
+            container_ending=container_ending,
         )
         client = self.client
         if client is None:

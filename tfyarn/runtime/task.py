@@ -149,7 +149,11 @@ class Runtime:
         )
 
     def _report_end(self, code: int) -> None:
-        self.session.report_end(code, "\n".join(self.stderr_tail))
+        self.session.report_end(
+            code,
+            "\n".join(self.stderr_tail),
+            container_ending=self.stop.container_ending,
+        )
 
     def _end_without_script(self) -> int:
         self._discard_prestarted()
