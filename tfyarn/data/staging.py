@@ -144,8 +144,12 @@ def per_worker_dataset_fn(
     def dataset_fn() -> Any:
         import tensorflow as tf
 
-        # read_file runs on the worker, so it reads that worker's list.
-        files = tf.strings.split(tf.strings.strip(tf.io.read_file(listing)), "\n")
+        # The list is read by the dataset itself, lazily, where the dataset is
+        # iterated (the worker): an eager read at the function's call ran on
+        # the coordinator once, which has no such file, and TensorFlow crashed.
+        files = tf.data.TextLineDataset(listing).filter(
+            lambda line: tf.strings.length(line) > 0
+        )
         ds = tf.data.TFRecordDataset(files, compression_type=compression)
         if shuffle_buffer:
             ds = ds.shuffle(shuffle_buffer)
