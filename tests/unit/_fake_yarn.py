@@ -7,11 +7,13 @@ thing on the local cluster.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent import futures
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
+import grpc
 import pytest
 import skein
 
@@ -189,3 +191,17 @@ class KillableYarn(FakeYarn):
 
     def connect(self, app_id: str, wait: bool = True) -> Any:
         return SimpleNamespace(kv=self.kv, close=lambda: None)
+
+
+def mutual_tls_server(credentials: tuple[bytes, bytes]) -> tuple[Any, int]:
+    """A gRPC server on a free port that, like the master, accepts only clients
+    with the application's key pair; not started. ``(server, port)``."""
+    cert, key = credentials
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    port = server.add_secure_port(
+        "127.0.0.1:0",
+        grpc.ssl_server_credentials(
+            [(key, cert)], root_certificates=cert, require_client_auth=True
+        ),
+    )
+    return server, port

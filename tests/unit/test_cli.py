@@ -5,12 +5,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import time
-from concurrent import futures
 from pathlib import Path
 
-import grpc
 import pytest
-from _fake_yarn import APP_ID, FakeYarn, KillableYarn, RecordingMaster, Report, use
+from _fake_yarn import (
+    APP_ID,
+    FakeYarn,
+    KillableYarn,
+    RecordingMaster,
+    Report,
+    mutual_tls_server,
+    use,
+)
 
 import tfyarn.cluster
 from tfyarn import cli
@@ -315,14 +321,7 @@ def test_kill_stops_every_task_through_the_master_before_killing(
     capsys: pytest.CaptureFixture[str],
     credentials: tuple[bytes, bytes],
 ) -> None:
-    cert, key = credentials
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    port = server.add_secure_port(
-        "127.0.0.1:0",
-        grpc.ssl_server_credentials(
-            [(key, cert)], root_certificates=cert, require_client_auth=True
-        ),
-    )
+    server, port = mutual_tls_server(credentials)
     fake = KillableYarn(f"127.0.0.1:{port}", credentials)
     master = RecordingMaster(fake)
     master_pb2_grpc.add_MasterServicer_to_server(master, server)

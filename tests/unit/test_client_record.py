@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import json
 import time
-from concurrent import futures
 from typing import Any
 
-import grpc
 import pytest
-from _fake_yarn import APP_ID, FakeYarn, KillableYarn, RecordingMaster, Report, use
+from _fake_yarn import (
+    APP_ID,
+    FakeYarn,
+    KillableYarn,
+    RecordingMaster,
+    Report,
+    mutual_tls_server,
+    use,
+)
 
 import tfyarn
 from tfyarn._proto import master_pb2_grpc
@@ -209,14 +215,7 @@ def test_kill_lets_the_master_keep_the_record_before_yarn_kills(
     capsys: pytest.CaptureFixture[str],
     credentials: tuple[bytes, bytes],
 ) -> None:
-    cert, key = credentials
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    port = server.add_secure_port(
-        "127.0.0.1:0",
-        grpc.ssl_server_credentials(
-            [(key, cert)], root_certificates=cert, require_client_auth=True
-        ),
-    )
+    server, port = mutual_tls_server(credentials)
     fake = KillableYarn(f"127.0.0.1:{port}", credentials)
     fake.kv = _Kv(fake.kv, fake, reads=2, then=WRITTEN.encode())
     master_pb2_grpc.add_MasterServicer_to_server(RecordingMaster(fake), server)
