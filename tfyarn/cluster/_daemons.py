@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tfyarn.cluster import _hadoop, _process
+from tfyarn.contract import local_cluster
 from tfyarn.errors import ClusterError
 
 # A host's plain environment: what a node of a real cluster has, plus the
@@ -68,8 +69,14 @@ def format_namenode_if_needed(
     java_home: Path,
     module_flags: tuple[str, ...],
     log: Callable[[str], None],
+    *,
+    ha: bool = False,
 ) -> None:
     """Format HDFS on the cluster's first start; later starts keep its data.
+
+    With ``ha`` the JournalNode must be up: formatting ``nn1`` formats the
+    journal too, and ``nn2`` starts from a copy of ``nn1``'s fresh image (what
+    ``-bootstrapStandby`` would fetch).
 
     Raises
     ------
@@ -78,23 +85,81 @@ def format_namenode_if_needed(
     """
     data_dir = base_dir / "data"
     name_dir = data_dir / "namenode"
-    if (name_dir / "current" / "VERSION").is_file():
-        return
-    log("Formatting the NameNode (first start) ...")
-    # A DataNode directory from another format would be refused (cluster ID).
-    shutil.rmtree(data_dir / "datanode", ignore_errors=True)
+    if not (name_dir / "current" / "VERSION").is_file():
+        log("Formatting the NameNode (first start) ...")
+        # A DataNode directory from another format would be refused (cluster ID).
+        shutil.rmtree(data_dir / "datanode", ignore_errors=True)
+        shutil.rmtree(data_dir / "namenode2", ignore_errors=True)
+        args = ["-format", "-force", "-nonInteractive"]
+        run_once(
+            local_cluster.NAMENODE_MAIN_CLASS,
+            [*(_NN1 if ha else ()), *args],
+            "namenode-format",
+            base_dir=base_dir,
+            java_home=java_home,
+            module_flags=module_flags,
+            what="formatting the NameNode",
+        )
+        if not (name_dir / "current" / "VERSION").is_file():
+            raise ClusterError(
+                f"formatting the NameNode left no image in {name_dir}; see "
+                f"{_process.log_file(base_dir, 'namenode-format')}"
+            )
+    standby_dir = data_dir / "namenode2"
+    if ha and not (standby_dir / "current" / "VERSION").is_file():
+        shutil.copytree(name_dir, standby_dir, dirs_exist_ok=True)
+        (standby_dir / "in_use.lock").unlink(missing_ok=True)
+
+
+def format_failover_state(
+    base_dir: Path, java_home: Path, module_flags: tuple[str, ...]
+) -> None:
+    """Create the failover controllers' znode in a fresh ZooKeeper
+    (``hdfs zkfc -formatZK``)."""
+    run_once(
+        "org.apache.hadoop.hdfs.tools.DFSZKFailoverController",
+        [*_NN1, "-formatZK", "-force", "-nonInteractive"],
+        "zkfc-format",
+        base_dir=base_dir,
+        java_home=java_home,
+        module_flags=module_flags,
+        what="formatting the failover controllers' state in ZooKeeper",
+    )
+
+
+# nn1's id, for commands run outside a daemon (both NameNodes share a conf).
+_NN1 = ("-D", "dfs.ha.namenode.id=nn1")
+
+
+def run_once(
+    main_class: str,
+    args: list[str],
+    log_name: str,
+    *,
+    base_dir: Path,
+    java_home: Path,
+    module_flags: tuple[str, ...],
+    what: str,
+) -> None:
+    """Run a Hadoop command to its end on the cluster's classpath.
+
+    Raises
+    ------
+    ClusterError
+        It failed or ran longer than ``FORMAT_TIMEOUT_S``, with its log's last lines.
+    """
     command = _process.java_command(
-        "org.apache.hadoop.hdfs.server.namenode.NameNode",
+        main_class,
         java_home=java_home,
         base_dir=base_dir,
         classpath=_hadoop.daemon_classpath(base_dir / "conf"),
         heap="256m",
         module_flags=module_flags,
-        log_name="namenode-format",
-        args=["-format", "-force", "-nonInteractive"],
+        log_name=log_name,
+        args=args,
     )
-    out = _process.out_file(base_dir, "namenode-format")
-    logfile = _process.log_file(base_dir, "namenode-format")
+    out = _process.out_file(base_dir, log_name)
+    logfile = _process.log_file(base_dir, log_name)
     try:
         with open(out, "wb") as stream:
             proc = subprocess.run(
@@ -108,12 +173,11 @@ def format_namenode_if_needed(
             )
     except subprocess.TimeoutExpired as exc:
         raise ClusterError(
-            f"formatting the NameNode took more than {FORMAT_TIMEOUT_S} s; "
-            f"see {logfile}"
+            f"{what} took more than {FORMAT_TIMEOUT_S} s; see {logfile}"
         ) from exc
-    if proc.returncode != 0 or not (name_dir / "current" / "VERSION").is_file():
+    if proc.returncode != 0:
         raise ClusterError(
-            f"formatting the NameNode failed (exit {proc.returncode}):\n    "
+            f"{what} failed (exit {proc.returncode}):\n    "
             f"{_process.log_excerpt(logfile) or _process.log_excerpt(out)}\n"
             f"Full log: {logfile}. Fix the cause, or start from scratch with "
             "`tfyarn cluster stop --wipe`."

@@ -48,6 +48,29 @@ def get_json(
         return None
 
 
+def is_active(
+    port: int,
+    host: str = "127.0.0.1",
+    *,
+    https: bool = False,
+    timeout: float = TIMEOUT_S,
+) -> bool | None:
+    """Whether the NameNode or ResourceManager on ``port`` is its pair's active
+    member (Hadoop's ``/isActive``: 200 when active, 405 when standby); None
+    when it does not answer."""
+    scheme = "https" if https else "http"
+    context = _unverified() if https else None
+    try:
+        with urllib.request.urlopen(
+            f"{scheme}://{host}:{port}/isActive", timeout=timeout, context=context
+        ) as response:
+            return bool(response.status == 200)
+    except urllib.error.HTTPError as exc:
+        return False if exc.code == 405 else None
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+
+
 @dataclasses.dataclass(frozen=True)
 class HdfsHealth:
     safe_mode: str  # "" when HDFS accepts writes

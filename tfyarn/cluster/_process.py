@@ -26,10 +26,14 @@ from tfyarn.errors import ClusterError
 
 @dataclasses.dataclass(frozen=True)
 class Daemon:
+    """One kind of daemon: ``args`` follow its main class (Hadoop's generic
+    ``-D key=value`` options, which say which member of an HA pair it is)."""
+
     name: str
     main_class: str
     heap: str
     title: str
+    args: tuple[str, ...] = ()
 
     @property
     def ports(self) -> list[str]:
@@ -63,7 +67,62 @@ DAEMONS = (
         "NodeManager",
     ),
 )
-DAEMONS_BY_NAME = {d.name: d for d in DAEMONS}
+
+_NAMENODE, _DATANODE, _RM, _NM = DAEMONS
+# An HA cluster, in start order: ZooKeeper and the JournalNode before the
+# NameNodes (a NameNode's format writes to the JournalNode), each NameNode's
+# failover controller after it. A pair's members share a configuration and
+# learn their id from the command line, as Hadoop's generic options allow.
+HA_DAEMONS = (
+    Daemon(
+        "zookeeper",
+        "org.apache.zookeeper.server.ZooKeeperServerMain",
+        "128m",
+        "ZooKeeper",
+    ),
+    Daemon(
+        "journalnode",
+        "org.apache.hadoop.hdfs.qjournal.server.JournalNode",
+        "128m",
+        "JournalNode",
+    ),
+    dataclasses.replace(
+        _NAMENODE, title="NameNode nn1", args=("-D", "dfs.ha.namenode.id=nn1")
+    ),
+    dataclasses.replace(
+        _NAMENODE,
+        name="namenode2",
+        title="NameNode nn2",
+        args=("-D", "dfs.ha.namenode.id=nn2"),
+    ),
+    Daemon(
+        "zkfc",
+        "org.apache.hadoop.hdfs.tools.DFSZKFailoverController",
+        "128m",
+        "ZKFC nn1",
+        ("-D", "dfs.ha.namenode.id=nn1"),
+    ),
+    Daemon(
+        "zkfc2",
+        "org.apache.hadoop.hdfs.tools.DFSZKFailoverController",
+        "128m",
+        "ZKFC nn2",
+        ("-D", "dfs.ha.namenode.id=nn2"),
+    ),
+    _DATANODE,
+    dataclasses.replace(
+        _RM, title="ResourceManager rm1", args=("-D", "yarn.resourcemanager.ha.id=rm1")
+    ),
+    dataclasses.replace(
+        _RM,
+        name="resourcemanager2",
+        title="ResourceManager rm2",
+        args=("-D", "yarn.resourcemanager.ha.id=rm2"),
+    ),
+    _NM,
+)
+# By name; ``namenode`` and ``resourcemanager`` are the plain cluster's.
+DAEMONS_BY_NAME = {**{d.name: d for d in HA_DAEMONS}, **{d.name: d for d in DAEMONS}}
 
 # Small heaps and a single-threaded collector: on a 2-core machine the cluster's
 # JVMs must leave CPU to the TensorFlow tasks they host.

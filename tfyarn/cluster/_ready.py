@@ -9,9 +9,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from tfyarn.cluster import _messages, _netns, _probe, _process, _scheduler
+from tfyarn.cluster import _ha, _messages, _netns, _probe, _process, _scheduler
 from tfyarn.cluster._process import DAEMONS_BY_NAME
-from tfyarn.cluster._secure import namenode_web
 from tfyarn.cluster._settings import ClusterSettings
 from tfyarn.cluster._status import Instance
 from tfyarn.errors import ClusterError
@@ -21,6 +20,8 @@ from tfyarn.errors import ClusterError
 LOW_RESOURCES = "Resources are low on NN"
 # How long the ResourceManager may take to report labels `yarn rmadmin` set.
 LABELS_WAIT_S = 60.0
+# How long ZooKeeper and the JournalNode may take to listen.
+LISTEN_WAIT_S = 90.0
 Log = Callable[[str], None]
 
 
@@ -47,13 +48,11 @@ def wait_ready(
     ClusterError
         A daemon died, the NameNode's disk is full, or ``timeout`` passed.
     """
-    ports = settings.resolved_ports()
     deadline = time.monotonic() + timeout
     hdfs: _probe.HdfsHealth | None = None
     nodes: list[_probe.NodeReport] | None = None
     hdfs_logged = yarn_logged = False
     want = max(1, settings.nodes)  # DataNodes and NodeManagers to wait for
-    nn_web, https = namenode_web(settings)
     while True:
         for inst in found:
             proc = started.get(inst.key)
@@ -72,6 +71,9 @@ def wait_ready(
                     )
                 )
         if hdfs is None or not hdfs.ready or hdfs.live_datanodes < want:
+            # With HA: the active NameNode's view (there is none until the
+            # failover controllers elected one).
+            nn_web, https = _ha.active_namenode_web(settings, master)
             hdfs = _probe.hdfs_health(nn_web, master, https=https)
             if hdfs is not None and LOW_RESOURCES in hdfs.safe_mode:
                 raise ClusterError(
@@ -87,7 +89,7 @@ def wait_ready(
                 f"HDFS is up (out of safe mode, {hdfs.live_datanodes} DataNode(s) live)."
             )
             hdfs_logged = True
-        nodes = _probe.yarn_nodes(ports["rm_web"], master)
+        nodes = _probe.yarn_nodes(_ha.active_rm_web(settings, master), master)
         yarn_ready = sum(n.state == "RUNNING" for n in nodes or []) >= want
         if yarn_ready and not yarn_logged:
             log(f"YARN is up ({want} NodeManager(s) RUNNING).")
@@ -117,9 +119,9 @@ def wait_node_running(
     ClusterError
         One of ``started`` died, or ``timeout`` passed.
     """
-    rm_web = settings.resolved_ports()["rm_web"]
     deadline = time.monotonic() + timeout
     while True:
+        rm_web = _ha.active_rm_web(settings, master)
         for key, proc in started.items():
             if proc.poll() is not None:
                 raise ClusterError(
@@ -187,10 +189,9 @@ def apply_labels(
                 f"{(done.stderr or done.stdout).strip()[-1500:]}"
             )
     want = {host_of[n]: lab for n, lab in settings.labels.items()}
-    rm_web = settings.resolved_ports()["rm_web"]
     deadline = time.monotonic() + LABELS_WAIT_S
     while True:
-        nodes = _probe.yarn_nodes(rm_web, master) or []
+        nodes = _probe.yarn_nodes(_ha.active_rm_web(settings, master), master) or []
         have = {n.host: n.labels for n in nodes}
         if all(lab in have.get(h, ()) for h, lab in want.items()):
             return
@@ -201,3 +202,53 @@ def apply_labels(
                 f"{have}); see {_process.log_file(base_dir, 'resourcemanager')}"
             )
         time.sleep(0.5)
+
+
+def wait_listening(
+    base_dir: Path,
+    settings: ClusterSettings,
+    found: list[Instance],
+    started: Mapping[str, subprocess.Popen[bytes]],
+    *,
+    master: str,
+    log_offsets: Mapping[str, int],
+    timeout: float = LISTEN_WAIT_S,
+) -> None:
+    """Return once every port of the daemons ``found`` is listening.
+
+    Raises
+    ------
+    ClusterError
+        One of ``started`` died, or ``timeout`` passed (naming the port).
+    """
+    ports = settings.resolved_ports()
+    deadline = time.monotonic() + timeout
+    while True:
+        for inst in found:
+            proc = started.get(inst.key)
+            if proc is not None and proc.poll() is not None:
+                raise ClusterError(
+                    _messages.daemon_died(
+                        base_dir,
+                        inst.daemon,
+                        proc,
+                        inst.key,
+                        since=log_offsets.get(inst.key, 0),
+                    )
+                )
+        closed = [
+            (inst, name)
+            for inst in found
+            for name in inst.daemon.ports
+            if not _process.port_in_use(ports[name], master)
+        ]
+        if not closed:
+            return
+        if time.monotonic() > deadline:
+            inst, name = closed[0]
+            raise ClusterError(
+                f"the {inst.daemon.title} did not listen on {master}:{ports[name]} "
+                f"({name}) within {timeout:.0f} s; its log: "
+                f"{_process.log_file(base_dir, inst.key)}"
+            )
+        time.sleep(0.3)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tfyarn import _paths
-from tfyarn.cluster import _scheduler
+from tfyarn.cluster import _ha, _scheduler
 from tfyarn.cluster._settings import ClusterSettings
 from tfyarn.contract import local_cluster
 from tfyarn.errors import ClusterError
@@ -95,7 +95,14 @@ def template_values(
             _scheduler.preemption_properties(settings.preemption),
         ]
     )
-    values["rm_state_dir"] = rm_state_store(base_dir)
+    values["default_fs"] = _ha.default_fs(settings, master_address)
+    values["ha_core_properties"] = _ha.core_properties(settings, master_address)
+    values["namenode_properties"] = _ha.hdfs_properties(
+        settings, base_dir, master_address
+    )
+    values["resourcemanager_properties"] = _ha.yarn_properties(
+        settings, master_address, rm_state_store(base_dir)
+    )
     values["nm_recovery_dir"] = nm_recovery_dir(node_dir or base_dir)
     values.update(settings.resolved_ports())
     return values
@@ -124,6 +131,8 @@ def recovery_stores(base_dir: Path) -> list[Path]:
     hosts = sorted((base_dir / "nodes").glob("*"))
     return [
         rm_state_store(base_dir),
+        # With HA, ZooKeeper holds the ResourceManagers' state (and the locks).
+        _ha.zookeeper_dir(base_dir),
         nm_recovery_dir(base_dir),
         *(nm_recovery_dir(h) for h in hosts),
     ]
@@ -150,6 +159,9 @@ def write_config(
     for name in TEMPLATES:
         source = template_dir() / name
         (conf / name).write_text(render_text(source.read_text(), values, source=name))
+    if settings.ha:
+        master = str(where.get("master_address", "127.0.0.1"))
+        _ha.zoo_cfg_path(conf).write_text(_ha.zoo_cfg(settings, base_dir, master))
     return conf
 
 
@@ -173,6 +185,7 @@ HDFS_COMMANDS: dict[str, tuple[str, bool]] = {
     "dfsadmin": ("org.apache.hadoop.hdfs.tools.DFSAdmin", False),
     "fsck": ("org.apache.hadoop.hdfs.tools.DFSck", False),
     "getconf": ("org.apache.hadoop.hdfs.tools.GetConf", False),
+    "haadmin": ("org.apache.hadoop.hdfs.tools.DFSHAAdmin", False),
     "version": ("org.apache.hadoop.util.VersionInfo", False),
 }
 HADOOP_COMMANDS: dict[str, tuple[str, bool]] = {

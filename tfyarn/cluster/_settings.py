@@ -28,6 +28,21 @@ PORTS: dict[str, tuple[int, str, str]] = {
     "nm": (8041, "nodemanager", "NodeManager container manager"),
     "nm_localizer": (8040, "nodemanager", "NodeManager localizer"),
     "nm_web": (8042, "nodemanager", "NodeManager web UI"),
+    # Bound only by an HA cluster (``ha``): the second NameNode and
+    # ResourceManager beside the first on the master address, and what
+    # automatic failover needs.
+    "namenode2_rpc": (8021, "namenode2", "NameNode nn2 RPC"),
+    "namenode2_http": (9871, "namenode2", "NameNode nn2 web UI"),
+    "journalnode_rpc": (8485, "journalnode", "JournalNode RPC (shared edits)"),
+    "journalnode_http": (8480, "journalnode", "JournalNode web UI"),
+    "zookeeper": (2181, "zookeeper", "ZooKeeper client port"),
+    "zkfc": (8019, "zkfc", "failover controller of nn1"),
+    "zkfc2": (8029, "zkfc2", "failover controller of nn2"),
+    "rm2": (8132, "resourcemanager2", "ResourceManager rm2 client RPC"),
+    "rm2_scheduler": (8130, "resourcemanager2", "ResourceManager rm2 scheduler RPC"),
+    "rm2_tracker": (8131, "resourcemanager2", "ResourceManager rm2 resource tracker"),
+    "rm2_admin": (8133, "resourcemanager2", "ResourceManager rm2 admin RPC"),
+    "rm2_web": (8188, "resourcemanager2", "ResourceManager rm2 web UI"),
 }
 
 SETTINGS_FILE = "cluster.json"
@@ -113,6 +128,7 @@ class ClusterSettings:
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     container_executor: str = ""
     preemption: bool = False
+    ha: bool = False
 
     def __post_init__(self) -> None:
         for name in ("memory_mb", "vcores", "min_allocation_mb", "am_max_attempts"):
@@ -179,6 +195,11 @@ class ClusterSettings:
             raise ClusterError(
                 "--secure runs on the single node on loopback; a secure cluster of "
                 "several hosts (--nodes) is not supported yet: drop one of the two"
+            )
+        if self.ha and (self.secure or self.container_executor):
+            raise ClusterError(
+                "--ha runs without Kerberos and on the DefaultContainerExecutor "
+                "for now (not with --secure or --container_executor): drop one"
             )
         if self.container_executor and (self.secure or self.multihost):
             raise ClusterError(
@@ -248,6 +269,7 @@ def describe_settings(settings: ClusterSettings) -> str:
         + f"{settings.memory_mb} MiB, {settings.vcores} vcores, {settings.gpus} GPUs, "
         f"port offset {settings.port_offset}"
         + (f", ports {dict(settings.ports)}" if settings.ports else "")
+        + (", HA (two NameNodes, two ResourceManagers)" if settings.ha else "")
         + (", secure (Kerberos)" if settings.secure else "")
         + (
             f", container-executor {settings.container_executor}"

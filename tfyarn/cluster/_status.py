@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from tfyarn.cluster import _netns, _probe
-from tfyarn.cluster._process import DAEMONS, DAEMONS_BY_NAME, Daemon
+from tfyarn.cluster._process import DAEMONS, HA_DAEMONS, Daemon
 from tfyarn.cluster._secure import KerberosStatus
 from tfyarn.cluster._settings import ClusterSettings
 
@@ -24,16 +24,17 @@ class Instance:
 def instances(
     settings: ClusterSettings, layout: _netns.Layout | None
 ) -> list[Instance]:
-    """Every daemon of a cluster, in start order."""
+    """Every daemon of a cluster, in start order: on a multi-host cluster the
+    master's daemons on the bridge, then each host's DataNode and NodeManager."""
+    daemons = HA_DAEMONS if settings.ha else DAEMONS
     if not settings.multihost or layout is None:
-        return [Instance(d.name, d) for d in DAEMONS]
-    found = [
-        Instance("namenode", DAEMONS_BY_NAME["namenode"]),
-        Instance("resourcemanager", DAEMONS_BY_NAME["resourcemanager"]),
-    ]
+        return [Instance(d.name, d) for d in daemons]
+    per_host = ("datanode", "nodemanager")
+    found = [Instance(d.name, d) for d in daemons if d.name not in per_host]
     for h in layout.hosts:
-        for name in ("datanode", "nodemanager"):
-            found.append(Instance(f"{name}-{h.name}", DAEMONS_BY_NAME[name], h))
+        for d in daemons:
+            if d.name in per_host:
+                found.append(Instance(f"{d.name}-{h.name}", d, h))
     return found
 
 
@@ -130,6 +131,9 @@ class ClusterStatus:
     already_running: bool = False
     hosts: list[HostStatus] = dataclasses.field(default_factory=list)
     kerberos: KerberosStatus | None = None  # a secure cluster's realm
+    # An HA cluster's pairs: {"namenode": {"nn1": "active", "nn2": "standby"},
+    # "resourcemanager": {...}}; each member active, standby or down.
+    ha: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
 
     @property
     def running(self) -> bool:
@@ -169,6 +173,14 @@ class ClusterStatus:
             lines.append(
                 f"  HDFS {safe}; {self.hdfs.live_datanodes} live DataNode(s), "
                 f"{self.hdfs.free_bytes / 2**30:.1f} GiB free"
+            )
+        for pair, members in self.ha.items():
+            title = "NameNodes" if pair == "namenode" else "ResourceManagers"
+            active = [m for m, state in members.items() if state == "active"]
+            lines.append(
+                f"  {title}: "
+                + ", ".join(f"{m} {state}" for m, state in members.items())
+                + ("" if active else " (none active)")
             )
         if self.kerberos is not None:
             k = self.kerberos

@@ -143,6 +143,14 @@ def add_commands(subparsers: Any) -> None:
         help="with --secure: delegation tokens live at most SECONDS (renew "
         "interval: half), to rehearse long jobs in minutes (Hadoop's 7 days)",
     )
+    add_switch(
+        start,
+        "--ha",
+        help="high availability as production runs it: two NameNodes behind the "
+        "name service hdfs://tfyarn (a JournalNode, ZooKeeper and a failover "
+        "controller each) and two ResourceManagers electing the active one in "
+        "ZooKeeper; rehearse with `cluster kill|restart|failover`",
+    )
     add_option(
         start,
         "--container_executor",
@@ -194,9 +202,11 @@ def add_commands(subparsers: Any) -> None:
     kill = _daemon_command(
         commands,
         "kill",
-        help="crash the ResourceManager or a NodeManager and leave it down",
+        help="crash a NameNode, ResourceManager or NodeManager and leave it down",
         description="SIGKILL the daemon's JVM, as a crash would; its containers "
-        "keep running. It stays down until `restart` or `start`.",
+        "keep running. It stays down until `restart` or `start`. On an --ha "
+        "cluster, `namenode` and `resourcemanager` without NAME mean the active "
+        "one: the other takes over.",
     )
     common(kill)
     kill.set_defaults(func=_kill)
@@ -204,12 +214,13 @@ def add_commands(subparsers: Any) -> None:
     restart = _daemon_command(
         commands,
         "restart",
-        help="crash the ResourceManager or a NodeManager and start it again",
+        help="crash a NameNode, ResourceManager or NodeManager and start it again",
         description="SIGKILL the daemon (as a crash would), start it again and "
-        "wait until it is back: the ResourceManager answering with its "
-        "NodeManagers RUNNING again, or the NodeManager RUNNING in the "
-        "ResourceManager. Both recover their state: running jobs keep their "
-        "containers.",
+        "wait until it is back: a NameNode serving (active, or standby beside an "
+        "active one), the ResourceManager answering with its NodeManagers "
+        "RUNNING again, or the NodeManager RUNNING in the ResourceManager. Each "
+        "recovers its state: running jobs keep their containers. On an --ha "
+        "cluster, no NAME means the active member.",
     )
     common(restart)
     restart.add_argument(
@@ -219,6 +230,27 @@ def add_commands(subparsers: Any) -> None:
         help=f"seconds to wait for the daemon to be back ({RESTART_WAIT_S:.0f})",
     )
     restart.set_defaults(func=_restart)
+
+    failover = commands.add_parser(
+        "failover",
+        help="hand the active role of an --ha cluster's pair to the other member",
+        description="namenode: a graceful failover through the failover "
+        "controllers (`hdfs haadmin -failover`). resourcemanager: the active "
+        "ResourceManager is stopped (SIGTERM), the other takes over, and the "
+        "stopped one starts again as the standby. Returns once the other member "
+        "is active and both run.",
+    )
+    common(failover)
+    failover.add_argument(
+        "daemon", metavar="{namenode,resourcemanager}", help="the pair"
+    )
+    failover.add_argument(
+        "--timeout",
+        type=float,
+        default=RESTART_WAIT_S,
+        help=f"seconds to wait for the failover to complete ({RESTART_WAIT_S:.0f})",
+    )
+    failover.set_defaults(func=_failover)
 
     env = commands.add_parser(
         "env",
@@ -241,13 +273,14 @@ def _daemon_command(
     )
     # Not argparse choices: a wrong name is an error naming both (exit 1).
     sub.add_argument(
-        "daemon", metavar="{resourcemanager,nodemanager}", help="the daemon"
+        "daemon", metavar="{namenode,resourcemanager,nodemanager}", help="the daemon"
     )
     sub.add_argument(
         "name",
         nargs="?",
-        help="the NodeManager's host on a --nodes cluster (node1, ...); none on "
-        "the one-node cluster",
+        help="the NodeManager's host on a --nodes cluster (node1, ...), none on "
+        "the one-node cluster; nn1|nn2 or rm1|rm2 on an --ha cluster (default: "
+        "the active one)",
     )
     return sub
 
@@ -276,6 +309,7 @@ def _requested_settings(
         token_lifetime_s=0 if args.secure is False else args.token_lifetime,
         ports=ports,
         container_executor=args.container_executor,
+        ha=args.ha,
     )
 
 
@@ -337,6 +371,7 @@ def _status_dict(status: ClusterStatus) -> dict[str, Any]:
         "web_uis": status.web_uis,
         "settings": status.settings.to_dict(),
         "kerberos": status.kerberos.to_dict() if status.kerberos else None,
+        "ha": status.ha,
     }
 
 
@@ -368,6 +403,13 @@ def _restart(args: argparse.Namespace) -> int:
         args.daemon, args.name, timeout=args.timeout, log=_log
     )
     print(outcome.summary("restart"))
+    return 0
+
+
+def _failover(args: argparse.Namespace) -> int:
+    cluster = LocalCluster(args.base_dir)
+    outcome = cluster.failover(args.daemon, timeout=args.timeout, log=_log)
+    print(outcome.summary())
     return 0
 
 

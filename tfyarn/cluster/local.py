@@ -16,6 +16,8 @@ from pathlib import Path
 
 from tfyarn.cluster import (
     _daemons,
+    _failover,
+    _ha,
     _hadoop,
     _hosts,
     _lce,
@@ -155,16 +157,26 @@ class LocalCluster:
         up = sum(pid is not None for pid in pids.values())
         state = "running" if up == len(found) else "stopped" if up == 0 else "partial"
         master = self.master_address()
+        rms = [m.key for m, _ in _ha.rm_webs(settings)]
         nodes = (
-            _probe.yarn_nodes(ports["rm_web"], master)
-            if pids["resourcemanager"]
+            _probe.yarn_nodes(_ha.active_rm_web(settings, master), master)
+            if any(pids[key] for key in rms)
             else None
         )
-        nn_web, https = namenode_web(settings)
+        nns = [m.key for m, _ in _ha.namenode_webs(settings)]
+        nn_web, https = _ha.active_namenode_web(settings, master)
         hdfs = (
             _probe.hdfs_health(nn_web, master, https=https)
-            if pids["namenode"]
+            if any(pids[key] for key in nns)
             else None
+        )
+        ha = (
+            {
+                "namenode": _ha.states(_ha.namenode_webs(settings), master),
+                "resourcemanager": _ha.states(_ha.rm_webs(settings), master),
+            }
+            if settings.ha
+            else {}
         )
         return ClusterStatus(
             base_dir=self.base_dir,
@@ -176,6 +188,7 @@ class LocalCluster:
             web_uis=self.web_uis(settings),
             hosts=host_statuses(settings, self.layout(), pids, nodes),
             kerberos=self.secure(settings).status() if settings.secure else None,
+            ha=ha,
         )
 
     def web_uis(self, settings: ClusterSettings | None = None) -> dict[str, str]:
@@ -187,6 +200,17 @@ class LocalCluster:
             "ResourceManager": f"http://{master}:{ports['rm_web']}",
             "NameNode": f"{'https' if https else 'http'}://{master}:{nn_web}",
         }
+        if settings.ha:
+            uis = {
+                **{
+                    f"ResourceManager {m.id}": f"http://{master}:{port}"
+                    for m, port in _ha.rm_webs(settings)
+                },
+                **{
+                    f"NameNode {m.id}": f"http://{master}:{port}"
+                    for m, port in _ha.namenode_webs(settings)
+                },
+            }
         lay = self.layout()
         if settings.multihost and lay is not None:
             for h in lay.hosts:
@@ -359,7 +383,12 @@ class LocalCluster:
             for inst in to_start:  # all before any JVM starts: fail fast
                 if inst.host is None:
                     _process.check_ports_free(inst.daemon, ports, master)
-            if pids["namenode"] is None:
+            if settings.ha:
+                # ZooKeeper and the journal first: the formats below need them.
+                to_start = self._start_coordinators(
+                    to_start, started, java_home, module_flags, log
+                )
+            elif pids["namenode"] is None:
                 _daemons.format_namenode_if_needed(
                     self.base_dir, java_home, module_flags, log
                 )
@@ -388,6 +417,37 @@ class LocalCluster:
             raise
         return self.status()
 
+    def _start_coordinators(
+        self,
+        to_start: list[Instance],
+        started: dict[str, subprocess.Popen[bytes]],
+        java_home: Path,
+        module_flags: tuple[str, ...],
+        log: Log,
+    ) -> list[Instance]:
+        """An HA start's first step: ZooKeeper and the JournalNode started and
+        listening, HDFS formatted (first start) and the failover controllers'
+        znode made (fresh ZooKeeper). Returns the daemons still to start."""
+        first = [i for i in to_start if i.daemon.name in _ha.COORDINATORS]
+        zk_fresh = not (_ha.zookeeper_dir(self.base_dir) / "version-2").is_dir()
+        for inst in first:
+            started[inst.key] = self._spawn(inst, java_home, module_flags, log)
+        _ready.wait_listening(
+            self.base_dir,
+            self.settings(),
+            [i for i in self.instances() if i.daemon.name in _ha.COORDINATORS],
+            started,
+            master=self.master_address(),
+            log_offsets=self._log_offsets,
+        )
+        _daemons.format_namenode_if_needed(
+            self.base_dir, java_home, module_flags, log, ha=True
+        )
+        if zk_fresh:
+            log("Making the failover controllers' znode in ZooKeeper ...")
+            _daemons.format_failover_state(self.base_dir, java_home, module_flags)
+        return [i for i in to_start if i not in first]
+
     def host_dir(self, host: _netns.Host) -> Path:
         return _prepare.host_dir(self.base_dir, host)
 
@@ -407,6 +467,7 @@ class LocalCluster:
             heap=inst.daemon.heap,
             module_flags=module_flags,
             log_name=inst.key,
+            args=_ha.daemon_args(inst.daemon, conf),
         )
         if inst.host is None:
             env = _daemons.daemon_env(self.base_dir, java_home, module_flags)
@@ -509,15 +570,21 @@ class LocalCluster:
                 "with `tfyarn cluster start`"
             )
         return _restarts.pick(
-            self.base_dir, self.settings(), self.layout(), daemon, name
+            self.base_dir,
+            self.settings(),
+            self.layout(),
+            daemon,
+            name,
+            master=self.master_address(),
         )
 
     def kill_daemon(
         self, daemon: str, name: str | None = None, *, log: Log = _quiet
     ) -> _restarts.Outcome:
-        """Crash one daemon: SIGKILL the ResourceManager, or a NodeManager (on
-        host ``name`` of a multi-host cluster), and leave it down. Its
-        containers keep running.
+        """Crash one daemon: SIGKILL a NameNode or ResourceManager (``name``: an
+        HA id; by default the active one), or a NodeManager (on host ``name``
+        of a multi-host cluster), and leave it down. Its containers keep
+        running.
 
         Raises
         ------
@@ -550,7 +617,8 @@ class LocalCluster:
         """Crash one daemon (SIGKILL, as in ``kill_daemon``; nothing to kill if
         it is down) and start it again, returning once it is back: the
         ResourceManager answering with its NodeManagers RUNNING again, or the
-        NodeManager registered and RUNNING. Recovery keeps the running jobs.
+        NodeManager registered and RUNNING, or the NameNode serving with HDFS
+        ready. Recovery keeps the running jobs.
 
         Raises
         ------
@@ -562,13 +630,17 @@ class LocalCluster:
         began = time.monotonic()
         inst = self._rehearsed(daemon, name)
         settings = self.settings()
-        if daemon == "nodemanager" and self.pids()["resourcemanager"] is None:
+        pids = self.pids()
+        if daemon == "nodemanager" and not any(
+            pids[m.key] for m, _ in _ha.rm_webs(settings)
+        ):
             raise ClusterError(
                 "the ResourceManager is down, so a restarted NodeManager could not "
                 "register; `tfyarn cluster restart resourcemanager` first"
             )
         with self._lock():
             log(f"Killing the {_restarts.title(inst)} ...")
+            killed_at = time.time()
             killed = _restarts.crash(self.base_dir, inst)
             java_home = _hadoop.find_java_home()
             module_flags = _hadoop.java_module_flags(java_home)
@@ -588,9 +660,73 @@ class LocalCluster:
                 master=self.master_address(),
                 log_offset=self._log_offsets.get(inst.key, 0),
                 timeout=timeout,
+                since=killed_at,
             )
         return _restarts.Outcome(
             _restarts.title(inst), killed, proc.pid, time.monotonic() - began
+        )
+
+    def failover(
+        self,
+        daemon: str,
+        *,
+        timeout: float = _restarts.RESTART_WAIT_S,
+        log: Log = _quiet,
+    ) -> _failover.Outcome:
+        """Hand the active role of an HA pair to the other member, gracefully:
+        the NameNodes through their failover controllers; the
+        ResourceManagers by stopping the active one (SIGTERM), waiting for the
+        other to take over, and starting it again as the standby.
+
+        Raises
+        ------
+        ClusterError
+            Not an HA cluster, an unknown pair, a member down, or the failover
+            not complete within ``timeout`` seconds.
+        """
+        began = time.monotonic()
+        settings = self.settings()
+        master = self.master_address()
+        pair = _failover.check(self.base_dir, settings, daemon, self.pids(), master)
+        with self._lock():
+            if daemon == "namenode":
+                _failover.namenodes(
+                    self.base_dir,
+                    pair,
+                    master=master,
+                    env=self.env_vars_for_commands(),
+                    timeout=timeout,
+                    log=log,
+                )
+                started = None
+            else:
+                inst = {i.key: i for i in self.instances()}[pair.active.key]
+                _failover.stop_gracefully(self.base_dir, inst, log=log)
+                _failover.wait_active(pair.other, pair, master, timeout=timeout)
+                java_home = _hadoop.find_java_home()
+                module_flags = _hadoop.java_module_flags(java_home)
+                proc = self._spawn(inst, java_home, module_flags, log)
+                log(f"Waiting for the {inst.daemon.title} to be back as standby ...")
+                _restarts.wait_back(
+                    self.base_dir,
+                    settings,
+                    self.layout(),
+                    inst,
+                    proc,
+                    master=master,
+                    log_offset=self._log_offsets.get(inst.key, 0),
+                    timeout=timeout,
+                )
+                started = proc.pid
+        return _failover.Outcome(
+            pair.title, pair.active.id, pair.other.id, started, time.monotonic() - began
+        )
+
+    def env_vars_for_commands(self) -> dict[str, str]:
+        """The environment of ``yarn``/``hdfs`` commands run for the cluster."""
+        java_home = _hadoop.find_java_home()
+        return _daemons.daemon_env(
+            self.base_dir, java_home, _hadoop.java_module_flags(java_home)
         )
 
     # -- stop --------------------------------------------------------------
