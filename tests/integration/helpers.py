@@ -143,15 +143,32 @@ def run_cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str
     )
 
 
-def rm_address() -> str:
-    """The ResourceManager's web address, from the cluster's yarn-site.xml."""
+def rm_addresses() -> list[str]:
+    """The ResourceManagers' web addresses, from the cluster's yarn-site.xml
+    (both of an HA pair: ``yarn.resourcemanager.webapp.address.<id>``)."""
     yarn = HadoopConf(os.environ["HADOOP_CONF_DIR"]).yarn
-    return yarn.get("yarn.resourcemanager.webapp.address", "127.0.0.1:8088")
+    ids = [i.strip() for i in yarn.get("yarn.resourcemanager.ha.rm-ids", "").split(",")]
+    found = [yarn[f"yarn.resourcemanager.webapp.address.{i}"] for i in ids if i]
+    return found or [yarn.get("yarn.resourcemanager.webapp.address", "127.0.0.1:8088")]
+
+
+def rm_address() -> str:
+    """The (first) ResourceManager's web address."""
+    return rm_addresses()[0]
 
 
 def app_attempts(app_id: str) -> list[dict[str, Any]]:
-    """The application's attempts, as YARN's RM REST API lists them."""
-    url = f"http://{rm_address()}/ws/v1/cluster/apps/{app_id}/appattempts"
-    with urllib.request.urlopen(url, timeout=10) as response:
-        body = json.load(response)
+    """The application's attempts, as YARN's RM REST API lists them (a
+    standby ResourceManager redirects to the active one; a down one is skipped)."""
+    error: Exception | None = None
+    for address in rm_addresses():
+        url = f"http://{address}/ws/v1/cluster/apps/{app_id}/appattempts"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                body = json.load(response)
+            break
+        except OSError as exc:
+            error = exc
+    else:
+        raise AssertionError(f"no ResourceManager answered: {error}")
     return list(body["appAttempts"]["appAttempt"])

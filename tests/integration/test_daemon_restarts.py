@@ -18,12 +18,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import _untouched
 import pytest
-from _faults import task_process
 from _hdfs import hdfs_dir
-from helpers import REPO, TFYARN, Job, app_attempts, run_cli, running_job
+from helpers import REPO, TFYARN, Job, run_cli, running_job
 
-from tfyarn import client
 from tfyarn.client.hadoop_conf import TIMEOUT_ENV
 from tfyarn.cluster import LocalCluster
 from tfyarn.contract import hadoop_conf
@@ -68,37 +67,19 @@ def cluster(local_cluster: LocalCluster) -> Iterator[LocalCluster]:
             local_cluster.start(log=lambda m: print(f"[local cluster] {m}"))
 
 
-def snapshot(job: Job) -> dict[str, Any]:
-    master = client.status(job.app_id, client=job.yarn).master
-    return master.to_dict() if master else {}
-
-
 def wait_for_step(job: Job, step: int, timeout: float = 300) -> int:
-    """Wait until worker:0 reported at least ``step``; the step it reported."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for task in snapshot(job).get("tasks", []):
-            if task["task"] == "worker:0" and (task.get("step") or 0) >= step:
-                return int(task["step"])
-        status = client.status(job.app_id, client=job.yarn)
-        assert not status.done, f"job ended early: {status.diagnostics}"
-        time.sleep(1)
-    pytest.fail(f"worker:0 did not reach step {step} within {timeout:.0f} s")
+    return _untouched.wait_for_step(job, "worker:0", step, timeout)
 
 
 def scripts(job: Job) -> dict[str, int]:
     """The pid of each worker's script process."""
-    return {task: task_process(job.app_id, task).pid for task in WORKERS}
+    return _untouched.scripts(job, WORKERS)
 
 
 def assert_nothing_restarted(job: Job, pids: dict[str, int]) -> None:
     """No task restarted, the same processes run, one application attempt."""
-    snap = snapshot(job)
-    assert snap.get("restarts") == 0, snap
-    attempts = {t["task"]: t["attempt"] for t in snap["tasks"]}
-    assert attempts == dict.fromkeys(WORKERS, 0), snap
-    assert scripts(job) == pids
-    assert len(app_attempts(job.app_id)) == 1
+    _untouched.assert_nothing_restarted(job, pids)
+    assert set(pids) == set(WORKERS)
 
 
 def cli(

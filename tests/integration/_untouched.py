@@ -1,0 +1,53 @@
+"""Checks that a job lived through a daemon's crash, restart or failover
+untouched: no task restarted, the very same script processes, one
+application attempt."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from _faults import task_process
+from helpers import Job, app_attempts
+
+from tfyarn import client
+
+
+def snapshot(job: Job) -> dict[str, Any]:
+    """The master's view of the job (its final record once it ended)."""
+    master = client.status(job.app_id, client=job.yarn).master
+    return master.to_dict() if master else {}
+
+
+def wait_for_step(job: Job, task: str, step: int, timeout: float = 300) -> int:
+    """Wait until ``task`` reported at least ``step``; the step it reported."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in snapshot(job).get("tasks", []):
+            if entry["task"] == task and (entry.get("step") or 0) >= step:
+                return int(entry["step"])
+        status = client.status(job.app_id, client=job.yarn)
+        assert not status.done, f"job ended early: {status.diagnostics}"
+        time.sleep(1)
+    pytest.fail(f"{task} did not reach step {step} within {timeout:.0f} s")
+
+
+def scripts(job: Job, tasks: Sequence[str]) -> dict[str, int]:
+    """The pid of each task's script process."""
+    return {task: task_process(job.app_id, task).pid for task in tasks}
+
+
+def assert_nothing_restarted(
+    job: Job, pids: dict[str, int], *, running: bool = True
+) -> None:
+    """No task restarted, one application attempt and (``running``) the same
+    script processes as ``pids``."""
+    snap = snapshot(job)
+    assert snap.get("restarts") == 0, snap
+    attempts = {t["task"]: t["attempt"] for t in snap["tasks"]}
+    assert set(attempts.values()) == {0}, snap
+    if running:
+        assert scripts(job, list(pids)) == pids
+    assert len(app_attempts(job.app_id)) == 1
