@@ -16,11 +16,11 @@ from tfyarn.cluster import ClusterSettings, LocalCluster, default_base_dir
 from tfyarn.cluster._render import (
     TEMPLATES,
     render_text,
-    template_dir,
     write_config,
     write_wrappers,
 )
 from tfyarn.cluster._settings import PORTS, load_settings, save_settings
+from tfyarn.cluster._status import instances
 from tfyarn.cluster.cli import parse_memory
 from tfyarn.contract import hadoop_conf
 from tfyarn.errors import ClusterError
@@ -192,10 +192,16 @@ def test_rendered_config_carries_what_a_one_node_cluster_needs(
     assert node["yarn.nodemanager.resource-type.yarn.io/gpu"] == "3"
 
 
-def test_every_port_is_in_the_config() -> None:
-    text = "".join((template_dir() / name).read_text() for name in TEMPLATES)
-    for name in PORTS:
-        assert "{{" + name + "}}" in text, f"port {name} is never configured"
+@pytest.mark.parametrize("ha", [False, True])
+def test_every_port_a_daemon_binds_is_in_the_config(tmp_path: Path, ha: bool) -> None:
+    settings = ClusterSettings(ha=ha, port_offset=3)
+    conf = write_config(settings, base_dir=tmp_path, lib_dir=tmp_path / "lib")
+    text = "".join(path.read_text() for path in sorted(conf.iterdir()))
+    daemons = {i.daemon.name for i in instances(settings, None)}
+    for name, (_, daemon, _) in PORTS.items():
+        if daemon in daemons:
+            port = settings.resolved_ports()[name]
+            assert re.search(rf"[:=]{port}\b|>{port}<", text), f"{name} unset"
 
 
 def test_unknown_placeholder_is_an_error_not_a_blank() -> None:

@@ -102,11 +102,16 @@ def test_a_fresh_start_empties_every_recovery_store_and_nothing_else(
 ) -> None:
     stores = [
         rm_state_store(tmp_path),
+        tmp_path / "data" / "zookeeper",  # an HA pair's state and locks
         nm_recovery_dir(tmp_path),
         nm_recovery_dir(tmp_path / "nodes" / "node1"),
         nm_recovery_dir(tmp_path / "nodes" / "node7"),  # a bigger earlier start
     ]
-    kept = [tmp_path / "data" / "namenode", tmp_path / "nodes" / "node1" / "conf"]
+    kept = [
+        tmp_path / "data" / "namenode",
+        tmp_path / "data" / "journal",
+        tmp_path / "nodes" / "node1" / "conf",
+    ]
     for path in [*stores, *kept]:
         path.mkdir(parents=True)
         (path / "CURRENT").write_text("x")
@@ -183,8 +188,9 @@ def test_pick_on_a_multihost_cluster_wants_the_node(tmp_path: Path) -> None:
     assert _restarts.title(inst) == f"NodeManager on {lay.hosts[1].host}"
     with pytest.raises(ClusterError, match=r"no host 'node9'.*node1, node2, node3"):
         _restarts.pick(tmp_path, settings, lay, "nodemanager", "node9")
-    with pytest.raises(ClusterError, match="unknown daemon 'namenode'"):
-        _restarts.pick(tmp_path, settings, lay, "namenode", None)
+    with pytest.raises(ClusterError, match="unknown daemon 'datanode'"):
+        _restarts.pick(tmp_path, settings, lay, "datanode", None)
+    assert _restarts.pick(tmp_path, settings, lay, "namenode", None).key == "namenode"
 
 
 @pytest.mark.parametrize("action", ["kill", "restart"])

@@ -60,7 +60,7 @@ class Outcome:
                 f"({self.seconds:.1f} s)."
             )
         if self.title.startswith("ResourceManager"):
-            back = "its NodeManagers are RUNNING in the active ResourceManager"
+            back = "its NodeManagers re-registered"
         elif self.title.startswith("NameNode"):
             back = "HDFS is served by an active NameNode"
         else:
