@@ -15,6 +15,7 @@ from tfyarn.data.fs import failover
 from tfyarn.data.fs.errors import HdfsAuthError, NameNodeUnreachableError, mapped_error
 from tfyarn.data.fs.hdfs import HdfsFileSystem
 
+REPO = Path(__file__).resolve().parents[2]
 HA_KEYS = {
     failover.MAX_ATTEMPTS: "15",
     failover.SLEEP_BASE: "500",
@@ -106,6 +107,25 @@ def test_one_namenode_fails_within_two_seconds() -> None:
     least, tried = _simulate(1, options, 0.5)
     most, _ = _simulate(1, options, 1.5)
     assert len(tried) == 3 and sum(least) == 600 and sum(most) == 1600
+
+
+def test_the_readmes_state_the_bound_the_constants_give() -> None:
+    least = f"{failover.total_sleep_ms(failover.HA, 0.5) / 1000:g} s"
+    most = f"{failover.total_sleep_ms(failover.HA, 1.5) / 1000:g} s"
+    for readme in ("tfyarn/data/README.md", "tfyarn/hdfs_plugin/README.md"):
+        text = " ".join((REPO / readme).read_text().split())
+        assert least in text and most in text, readme
+
+
+def test_the_plugin_uses_the_same_numbers() -> None:
+    rust = " ".join((REPO / "tfyarn/hdfs_plugin/src/failover.rs").read_text().split())
+    for policy, name in ((failover.HA, "HA"), (failover.FAST, "FAST")):
+        expected = (
+            f"pub const {name}: Policy = Policy {{ passes: {policy.passes}, "
+            f"sleep_base_ms: {policy.sleep_base_ms}, "
+            f"sleep_max_ms: {policy.sleep_max_ms} }};"
+        )
+        assert expected in rust, expected
 
 
 @pytest.mark.parametrize(

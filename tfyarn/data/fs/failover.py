@@ -1,11 +1,10 @@
 """How long the HDFS client keeps trying NameNodes: through a failover, or not at all.
 
-hdfs-native (``NameServiceProxy::call_inner`` in its ``src/hdfs/proxy.rs``)
-tries the NameNodes of its target in turn. Each time it has tried them all
-(every ``n``-th failover, ``n`` NameNodes) it sleeps
-``min(base * 2**round * jitter, max)`` ms, ``jitter`` uniform in [0.5, 1.5)
-and ``round`` the number of passes so far, and after ``max.attempts``
-failovers it gives up with the last error.
+hdfs-native (its ``NameServiceProxy::call_inner``) tries the NameNodes of
+its target in turn. Each time it has tried them all (every ``n``-th failover,
+``n`` NameNodes) it sleeps ``min(base * 2**round * jitter, max)`` ms,
+``jitter`` uniform in [0.5, 1.5) and ``round`` the number of passes so far,
+and after ``max.attempts`` failovers it gives up with the last error.
 
 One rule picks the three settings (``dfs.client.failover.max.attempts``,
 ``.sleep.base.millis``, ``.sleep.max.millis``):
