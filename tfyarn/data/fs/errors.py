@@ -169,7 +169,8 @@ def kerberos_message(
 
     In a YARN container (``HADOOP_TOKEN_FILE_LOCATION`` set) there is no
     ticket by design: only the delegation tokens obtained at submission, for
-    fs.defaultFS and ``hdfs_namenodes``, matched by the exact ``ip:port``.
+    fs.defaultFS and ``hdfs_namenodes``, matched by the exact ``ip:port``
+    (``ha-hdfs:<name service>`` for an HA name service).
     """
     where = namenode or "HDFS"
     if any(mark in low for mark in _NO_KDC):
