@@ -276,3 +276,19 @@ def test_an_ended_ha_token_is_found_by_its_service(
     assert "token for hdfs://ns1 was refused: it expired" in str(error)
     other = mapped_error("open", "hdfs://ns2/x", gss, "hdfs://ns2")
     assert "hdfs://NAMESERVICE" in str(other)
+
+
+def test_a_name_service_is_left_to_the_client_to_find_its_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Containers reach hdfs://host:port by IP (its token's service); a name
+    # service has no address to resolve: hdfs-native looks up ha-hdfs:<name>.
+    from tfyarn.data.fs.hdfs import token_url
+
+    monkeypatch.setenv("HADOOP_TOKEN_FILE_LOCATION", str(tmp_path / "tokens"))
+    monkeypatch.setenv(
+        "HADOOP_CONF_DIR", str(_conf_dir(tmp_path, core={"fs.defaultFS": "hdfs://ns1"}))
+    )
+    assert token_url("hdfs://ns1") == "hdfs://ns1"
+    assert token_url(None) is None  # hdfs:/// stays fs.defaultFS
+    assert token_url("hdfs://localhost:8020") == "hdfs://127.0.0.1:8020"
