@@ -509,13 +509,15 @@ def is_module_name(name: object) -> bool:
 
 
 def _namenode(value: object) -> str:
-    """An extra name service: ``hdfs://host:port`` or ``viewfs://name``, no path."""
+    """An extra name service, no path: ``hdfs://host:port``, an HA name
+    service ``hdfs://<nameservice>`` (of ``dfs.nameservices``), or ``viewfs://name``."""
     url = str(value).strip().rstrip("/")
     scheme, sep, rest = url.partition("://")
     if not sep or scheme not in ("hdfs", "viewfs") or not rest or "/" in rest:
         raise SpecError(
             f"hdfs_namenodes: {value!r} is not a name service; give its URL "
-            "without a path, such as hdfs://nn2:8020 or viewfs://cluster"
+            "without a path, such as hdfs://nn2:8020, hdfs://ns2 (an HA name "
+            "service) or viewfs://cluster"
         )
     return url
 

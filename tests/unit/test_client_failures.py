@@ -176,6 +176,30 @@ def test_an_unreachable_namenode_is_not_called_the_rm(conf_dir: Path) -> None:
     assert "NameNode" in text and "ResourceManager" not in text
 
 
+def test_a_namenode_of_an_ha_name_service_is_named_with_its_service(
+    conf_dir: Path,
+) -> None:
+    # With HA, fs.defaultFS is hdfs://ns1: the address is in hdfs-site.xml.
+    (conf_dir / "hdfs-site.xml").write_text(
+        SITE.format(
+            "<property><name>dfs.nameservices</name><value>ns1</value></property>"
+            "<property><name>dfs.ha.namenodes.ns1</name><value>nn1,nn2</value>"
+            "</property><property><name>dfs.namenode.rpc-address.ns1.nn1</name>"
+            "<value>nn.example:8020</value></property><property><name>"
+            "dfs.namenode.rpc-address.ns1.nn2</name><value>nn2.example:8020"
+            "</value></property>"
+        )
+    )
+    message = UNREACHABLE.replace("localhost:1 ", "nn.example:8020 ")
+    with pytest.raises(TfyarnError) as err, connection.yarn_errors():
+        raise skein.exceptions.DriverError(message)
+    text = str(err.value)
+    assert text.startswith("could not reach nn.example:8020")
+    assert "name service ns1 (nn1 at nn.example:8020, nn2 at nn2.example:8020" in text
+    assert "`hdfs haadmin -ns ns1 -getAllServiceState`" in text
+    assert "ResourceManager" not in text
+
+
 # -- 2. YARN's reason is kept whole, and checked before submitting --------------
 
 

@@ -30,6 +30,7 @@ from tfyarn.contract.hadoop_conf import (
     CONF_DIR_ENV,
     RM_PORT,
     HadoopConf,
+    NameNode,
     check_conf_dir,
 )
 from tfyarn.errors import ClusterError, SpecError, TfyarnError
@@ -388,6 +389,24 @@ def _kerberos_failure(said: str) -> kerberos.KerberosError | None:
     return kerberos.explain(said, _login, conf.realm)
 
 
+def _name_service_of(conf_dir: str, address: str) -> tuple[str, list[NameNode]] | None:
+    """The HA name service of ``conf_dir`` that ``address`` is a NameNode of.
+
+    With HA, fs.defaultFS names the service (``hdfs://ns1``), not an address:
+    the address Hadoop's message names is in hdfs-site.xml.
+    """
+    if not conf_dir:
+        return None
+    try:
+        services = HadoopConf(conf_dir).name_services
+    except ClusterError:
+        return None  # a hint is not worth a second error
+    for name, nodes in services.items():
+        if any(n.address == address for n in nodes):
+            return name, nodes
+    return None
+
+
 def unreachable(detail: str) -> TfyarnError:
     """The error for a Hadoop service that did not answer, naming where it was sought.
 
@@ -403,11 +422,22 @@ def unreachable(detail: str) -> TfyarnError:
     called = _CALLED.search(detail)
     rm_ports = {a.rpartition(":")[2] for a in addresses}
     if called and called.group(2) not in rm_ports:
+        address = f"{called.group(1)}:{called.group(2)}"
+        service = _name_service_of(conf_dir, address)
+        if service is not None:
+            hdfs_site = Path(conf_dir) / "hdfs-site.xml"
+            nodes = ", ".join(f"{n.id} at {n.address}" for n in service[1])
+            return TfyarnError(
+                f"could not reach {address} ({detail}), a NameNode of the HDFS "
+                f"name service {service[0]} ({nodes}; {hdfs_site}). Check which "
+                f"NameNode is active with `hdfs haadmin -ns {service[0]} "
+                "-getAllServiceState` and that `hdfs dfs -ls /` works"
+            )
         core_site = Path(conf_dir or "$HADOOP_CONF_DIR") / "core-site.xml"
         return TfyarnError(
-            f"could not reach {called.group(1)}:{called.group(2)} ({detail}). If "
-            f"that is the HDFS NameNode (fs.defaultFS in {core_site}), check "
-            "that it runs and that `hdfs dfs -ls /` works"
+            f"could not reach {address} ({detail}). If that is the HDFS "
+            f"NameNode (fs.defaultFS in {core_site}), check that it runs and "
+            "that `hdfs dfs -ls /` works"
         )
     return YarnUnreachableError(
         f"could not reach the YARN ResourceManager at {', '.join(addresses)} "

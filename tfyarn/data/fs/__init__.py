@@ -16,14 +16,16 @@ on the same Rust client).
 - ``/p``, ``relative/p``, ``file:///p``: :class:`LocalFileSystem`.
 
 Every HDFS failure becomes a :class:`tfyarn.errors.HdfsError` naming the URL and
-what to do; the client is configured to give up on an unreachable NameNode after
-a few quick attempts instead of retrying for minutes, and every metadata call
-has a deadline, so a wrong address fails fast instead of hanging.
+what to do; the client gives up on a single unreachable NameNode after a few
+quick attempts instead of retrying for minutes, rides out the failover of an HA
+name service (:mod:`.failover`), and every metadata call has a deadline, so a
+wrong address fails fast instead of hanging.
 
 The package, one concept a module: :mod:`.base` (the interface and the
 operations composed from it), :mod:`.local`, :mod:`.hdfs`, :mod:`.errors` (the
-error classes and the mapping of client errors to them), :mod:`.deadline` (the
-bounded runner behind every metadata call's deadline) and :mod:`.locate`
+error classes and the mapping of client errors to them), :mod:`.failover` (how
+long the client tries a target's NameNodes), :mod:`.deadline` (the bounded
+runner behind every metadata call's deadline) and :mod:`.locate`
 (``resolve`` and URL helpers). Everything is importable from here.
 """
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from urllib.parse import urlparse
 
 from tfyarn.contract import hadoop_conf
+from tfyarn.data.fs.failover import NameService, describe, what_to_check
 from tfyarn.errors import HdfsError
 
 
@@ -62,9 +63,26 @@ _CONNECT_WORDS = (
 
 
 def mapped_error(
-    op: str, url: str, exc: BaseException, namenode: str | None = None
+    op: str,
+    url: str,
+    exc: BaseException,
+    namenode: str | None = None,
+    services: tuple[NameService, ...] = (),
 ) -> HdfsError:
-    """Turn a client or OS error into an HdfsError a user can act on."""
+    """Turn a client or OS error into an HdfsError a user can act on.
+
+    Parameters
+    ----------
+    op, url : str
+        What was done to which URL, for the message.
+    exc : BaseException
+        The client's (or the OS's) error.
+    namenode : str, optional
+        The client's target, ``scheme://authority``.
+    services : tuple of NameService, optional
+        The name services the client talks to: a NameNode error then names
+        the service, its NameNodes and how to see which is active.
+    """
     # NameNode errors arrive with the server's Java stack trace appended: keep
     # the first line, which carries the message.
     text = _first_line(exc)
@@ -106,7 +124,23 @@ def mapped_error(
     elif isinstance(exc, FileExistsError) or "already exists" in low:
         cls = PathExistsError
         msg = f"{url} already exists ({op}): {text}"
-    elif isinstance(exc, ConnectionError) or any(w in low for w in _CONNECT_WORDS):
+    elif services and (_STANDBY in low or _is_connect_error(exc, low)):
+        cls = NameNodeUnreachableError
+        msg = (
+            f"no NameNode of {describe(services)} served {op} of {url}: "
+            f"{'all are standby' if _STANDBY in low else 'none could be reached'} "
+            f"({text}). {what_to_check(services)}."
+        )
+    elif _STANDBY in low:
+        cls = NameNodeUnreachableError
+        msg = (
+            f"{namenode or 'the NameNode'} is a standby NameNode, which serves "
+            f"no {op} of {url} ({text}). Name the HA name service instead "
+            "(hdfs://<nameservice>/..., dfs.nameservices in hdfs-site.xml) so "
+            "the client finds the active NameNode, or check which is active "
+            "with `hdfs haadmin -getAllServiceState`."
+        )
+    elif _is_connect_error(exc, low):
         cls = NameNodeUnreachableError
         where = namenode or "the NameNode"
         msg = (
@@ -120,6 +154,14 @@ def mapped_error(
     return cls(msg)
 
 
+# A NameNode that is not active refuses every call with this.
+_STANDBY = "standbyexception"
+
+
+def _is_connect_error(exc: BaseException, low: str) -> bool:
+    return isinstance(exc, ConnectionError) or any(w in low for w in _CONNECT_WORDS)
+
+
 def kerberos_message(
     op: str, url: str, low: str, namenode: str | None = None
 ) -> str | None:
@@ -127,7 +169,8 @@ def kerberos_message(
 
     In a YARN container (``HADOOP_TOKEN_FILE_LOCATION`` set) there is no
     ticket by design: only the delegation tokens obtained at submission, for
-    fs.defaultFS and ``hdfs_namenodes``, matched by the exact ``ip:port``.
+    fs.defaultFS and ``hdfs_namenodes``, matched by the exact ``ip:port``
+    (``ha-hdfs:<name service>`` for an HA name service).
     """
     where = namenode or "HDFS"
     if any(mark in low for mark in _NO_KDC):
@@ -153,8 +196,9 @@ def kerberos_message(
         return (
             f"HDFS {op} of {url}: no delegation token for {where} in this "
             "container, and containers have no Kerberos ticket: name that "
-            "NameNode at submission (--hdfs_namenodes hdfs://HOST:PORT) so "
-            "its token is obtained with the job's."
+            "NameNode at submission (--hdfs_namenodes hdfs://HOST:PORT, or "
+            "hdfs://NAMESERVICE for an HA pair) so its token is obtained with "
+            "the job's."
         )
     return (
         f"HDFS {op} of {url}: no valid Kerberos ticket for {where}: run "
@@ -178,7 +222,11 @@ def _token_ended(token_file: str, namenode: str | None) -> str | None:
         usable_until,
     )
 
-    service = urlparse(namenode or "").netloc
+    target = urlparse(namenode or "")
+    service = target.netloc
+    if target.scheme == "hdfs" and service and ":" not in service:
+        # Hadoop names an HA name service's token ha-hdfs:<name service>.
+        service = f"ha-hdfs:{service}"
     try:
         found = TokenFile.read(token_file).of_kind(HDFS_KIND)
     except (OSError, TokenFileError):

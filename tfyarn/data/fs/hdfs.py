@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 from tfyarn.contract import hadoop_conf
 from tfyarn.contract.ticket import has_ticket
 from tfyarn.data.fs import deadline as _deadline
+from tfyarn.data.fs import failover
 from tfyarn.data.fs.base import READ_CHUNK, FileInfo, FileSystem
 from tfyarn.data.fs.errors import (
     HdfsAuthError,
@@ -24,23 +25,14 @@ from tfyarn.data.fs.errors import (
 from tfyarn.errors import HdfsError
 
 T = TypeVar("T")
+#: Maps a client error of (op, url) to the HdfsError to raise.
+_Mapper = Callable[[str, str, BaseException], HdfsError]
 
 HDFS_SCHEMES = ("hdfs", "viewfs")
 
 #: Seconds a metadata call (list, stat, rename, mkdir, delete, open) may take.
 #: Override with ``TFYARN_HDFS_TIMEOUT``.
 DEFAULT_TIMEOUT = 60.0
-
-# hdfs-native's defaults retry a refused NameNode connection with back-off for
-# minutes (measured: still waiting after 120 s on hdfs://127.0.0.1:1). A user who
-# mistyped an address should hear about it in seconds. Values from the user's
-# own config dir win only if passed explicitly through ``storage_options``.
-_CLIENT_DEFAULTS = {
-    "dfs.client.failover.max.attempts": "2",
-    "dfs.client.failover.sleep.base.millis": "200",
-    "dfs.client.failover.sleep.max.millis": "1000",
-}
-
 
 # hdfs-native raises NameNode refusals (quota, lease, safe mode) as
 # RuntimeError("RPCError(...)"), I/O failures as OSError.
@@ -58,7 +50,8 @@ class HdfsFileSystem(FileSystem):
     timeout : float, optional
         Deadline in seconds for each metadata call.
     storage_options : dict, optional
-        Extra Hadoop configuration keys for the client (override the config dir).
+        Extra Hadoop configuration keys for the client (override the config
+        dir and the failover settings of :mod:`.failover`).
     """
 
     def __init__(
@@ -72,7 +65,9 @@ class HdfsFileSystem(FileSystem):
         self.scheme = scheme
         self.netloc = netloc
         self.timeout = timeout if timeout is not None else _env_timeout()
-        self._options = {**_CLIENT_DEFAULTS, **(storage_options or {})}
+        self._storage_options = dict(storage_options or {})
+        #: The name services the client talks to, known once it is made.
+        self.services: tuple[failover.NameService, ...] = ()
         self._client: Any = None
         self._lock = threading.Lock()
 
@@ -88,10 +83,17 @@ class HdfsFileSystem(FileSystem):
 
                 url = self.prefix if (self.netloc or self.scheme != "hdfs") else None
                 url = token_url(url)
-                try:
-                    self._client = hdfs_native.Client(
-                        url, dict(self._options), _native_config_dir()
+                config_dir = _native_config_dir()
+                conf = _conf_read_by_client(config_dir)
+                with conf_errors():
+                    self.services = failover.name_services(
+                        self.scheme, self.netloc, conf
                     )
+                    options = failover.client_options(
+                        self.services, conf, self._storage_options
+                    )
+                try:
+                    self._client = hdfs_native.Client(url, options, config_dir)
                 except Exception as exc:  # config errors surface here
                     raise HdfsError(
                         f"cannot set up an HDFS client for {self.prefix}/: {exc}. "
@@ -138,16 +140,31 @@ class HdfsFileSystem(FileSystem):
         except _deadline.DeadlineError as exc:
             raise NameNodeUnreachableError(
                 f"HDFS {op} of {url} did not answer within {self.timeout:g} s"
-                f"{_stuck(exc)}: the "
-                f"NameNode for {self.prefix or 'fs.defaultFS'} is unreachable or "
-                "overloaded. Check the address and that HDFS is running "
-                "(`tfyarn cluster status` for the local cluster); raise "
+                f"{_stuck(exc)}: {self._unanswered()}; raise "
                 "TFYARN_HDFS_TIMEOUT for a slow cluster."
             ) from exc
         except HdfsError:
             raise
         except Exception as exc:
-            raise mapped_error(op, url, exc, namenode=self.prefix) from exc
+            raise self._mapped(op, url, exc) from exc
+
+    def _mapped(self, op: str, url: str, exc: BaseException) -> HdfsError:
+        return mapped_error(op, url, exc, namenode=self.prefix, services=self.services)
+
+    def _unanswered(self) -> str:
+        """Who did not answer in time, and what to check, for a deadline's message."""
+        if self.services:
+            return (
+                f"no NameNode of {failover.describe(self.services)} answered "
+                f"(down, standby, or on a host that drops connections). "
+                f"{failover.what_to_check(self.services)}"
+            )
+        target = self.prefix if self.netloc else "fs.defaultFS"
+        return (
+            f"the NameNode for {target} is unreachable or overloaded. Check the "
+            "address and that HDFS is running (`tfyarn cluster status` for the "
+            "local cluster)"
+        )
 
     def glob(self, pattern: str) -> list[FileInfo]:
         path = self._path(pattern)
@@ -191,14 +208,14 @@ class HdfsFileSystem(FileSystem):
             if parts:
                 yield b"".join(parts)
         except _CLIENT_ERRORS as exc:
-            raise mapped_error("read", url, exc, namenode=self.prefix) from exc
+            raise self._mapped("read", url, exc) from exc
 
     def open_input(self, url: str) -> IO[bytes]:
         path = self._path(url)
         reader = self._call("open", url, lambda c: c.read(path))
         # Buffering cuts the number of small reads pyarrow makes on footers
         # and pages; each read is one request to a DataNode.
-        return io.BufferedReader(_HdfsReader(reader, url, self.prefix), 1 << 20)
+        return io.BufferedReader(_HdfsReader(reader, url, self._mapped), 1 << 20)
 
     def open_output(self, url: str) -> IO[bytes]:
         import hdfs_native
@@ -209,7 +226,7 @@ class HdfsFileSystem(FileSystem):
         writer = self._call("create", url, lambda c: c.create(path, options))
         # Buffer: pyarrow and pickle-style writers make many small writes, and
         # each crossing into the client has a fixed cost.
-        return io.BufferedWriter(_HdfsWriter(writer, url, self.prefix), 4 << 20)
+        return io.BufferedWriter(_HdfsWriter(writer, url, self._mapped), 4 << 20)
 
     def mkdirs(self, url: str) -> None:
         path = self._path(url)
@@ -244,11 +261,11 @@ class HdfsFileSystem(FileSystem):
 class _HdfsReader(io.RawIOBase):
     """hdfs-native's reader as a seekable raw file (it lacks ``readinto``)."""
 
-    def __init__(self, inner: Any, url: str, namenode: str) -> None:
+    def __init__(self, inner: Any, url: str, mapped: _Mapper) -> None:
         super().__init__()
         self._inner = inner
         self._url = url
-        self._namenode = namenode
+        self._mapped = mapped
         self._size = len(inner)
         self._pos = 0
 
@@ -273,7 +290,7 @@ class _HdfsReader(io.RawIOBase):
         try:
             data = self._inner.read_range(self._pos, n)
         except _CLIENT_ERRORS as exc:
-            raise mapped_error("read", self._url, exc, self._namenode) from exc
+            raise self._mapped("read", self._url, exc) from exc
         buffer[: len(data)] = data
         self._pos += len(data)
         return len(data)
@@ -283,11 +300,11 @@ class _HdfsWriter(io.RawIOBase):
     """hdfs-native's writer as a raw file (pyarrow needs ``closed``/``tell``),
     with errors mapped to HdfsError."""
 
-    def __init__(self, inner: Any, url: str, namenode: str) -> None:
+    def __init__(self, inner: Any, url: str, mapped: _Mapper) -> None:
         super().__init__()
         self._inner = inner
         self._url = url
-        self._namenode = namenode
+        self._mapped = mapped
         self._pos = 0
 
     def writable(self) -> bool:
@@ -300,7 +317,7 @@ class _HdfsWriter(io.RawIOBase):
         try:
             n = int(self._inner.write(bytes(data)))
         except _CLIENT_ERRORS as exc:
-            raise mapped_error("write", self._url, exc, self._namenode) from exc
+            raise self._mapped("write", self._url, exc) from exc
         self._pos += n
         return n
 
@@ -310,7 +327,7 @@ class _HdfsWriter(io.RawIOBase):
         try:
             self._inner.close()
         except _CLIENT_ERRORS as exc:
-            raise mapped_error("close", self._url, exc, self._namenode) from exc
+            raise self._mapped("close", self._url, exc) from exc
         finally:
             super().close()
 
@@ -323,6 +340,21 @@ def _native_config_dir() -> str | None:
         return None
     local = hadoop_conf.local_cluster_conf_dir()
     return str(local) if local is not None else None
+
+
+def _conf_read_by_client(config_dir: str | None) -> hadoop_conf.HadoopConf | None:
+    """The configuration hdfs-native reads: ``config_dir`` if given, else
+    ``$HADOOP_CONF_DIR``, else ``$HADOOP_HOME/etc/hadoop``, else none."""
+    directory = (
+        config_dir
+        or os.environ.get(hadoop_conf.CONF_DIR_ENV)
+        or (
+            os.path.join(os.environ["HADOOP_HOME"], "etc", "hadoop")
+            if os.environ.get("HADOOP_HOME")
+            else None
+        )
+    )
+    return hadoop_conf.HadoopConf(directory) if directory else None
 
 
 def token_url(url: str | None) -> str | None:

@@ -11,20 +11,13 @@ use hdfs_native::{Client, ClientBuilder, HdfsError};
 use tokio::runtime::Runtime;
 
 use crate::errors::{map_error, TfError, TfResult};
+use crate::failover::{self, NameService};
 use crate::ffi::Code;
+use crate::site::Site;
 use crate::uri::Uri;
 
 /// Seconds a call may take (`TFYARN_HDFS_TIMEOUT`, as tfyarn.data reads it).
 const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
-
-/// hdfs-native retries a refused NameNode with back-off for minutes by default
-/// (measured by tfyarn.data: still waiting after 120 s): a mistyped address
-/// should fail in seconds. Same values as tfyarn/data/fs/hdfs.py.
-const CLIENT_DEFAULTS: [(&str, &str); 3] = [
-    ("dfs.client.failover.max.attempts", "2"),
-    ("dfs.client.failover.sleep.base.millis", "200"),
-    ("dfs.client.failover.sleep.max.millis", "1000"),
-];
 
 pub fn runtime() -> &'static Runtime {
     static RT: OnceLock<Runtime> = OnceLock::new();
@@ -56,35 +49,79 @@ pub fn block_on<T>(op: &str, uri: &Uri, fut: impl Future<Output = Result<T, Hdfs
     let limit = timeout();
     match runtime().block_on(async { tokio::time::timeout(limit, fut).await }) {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(map_error(op, &uri.to_string(), &e)),
+        Ok(Err(e)) => Err(mapped(op, uri, &e)),
         Err(_) => Err(TfError::new(
             Code::DeadlineExceeded,
             format!(
-                "HDFS {op} of {uri} did not answer within {:.0} s: the NameNode for {} is unreachable or overloaded. Check the address and that HDFS is running (`tfyarn cluster status` for the local cluster); raise TFYARN_HDFS_TIMEOUT for a slow cluster.",
+                "HDFS {op} of {uri} did not answer within {:.0} s: {}; raise TFYARN_HDFS_TIMEOUT for a slow cluster.",
                 limit.as_secs_f64(),
-                if uri.authority.is_empty() { "fs.defaultFS".to_string() } else { uri.prefix() },
+                unanswered(uri),
             ),
         )),
     }
 }
 
+/// A client error of `op` on `uri` as TensorFlow's, naming the client's name services.
+pub fn mapped(op: &str, uri: &Uri, err: &HdfsError) -> TfError {
+    map_error(op, &uri.to_string(), err, &entry_of(uri).map(|e| e.services).unwrap_or_default())
+}
+
+/// Who did not answer in time, and what to check, for a deadline's message.
+fn unanswered(uri: &Uri) -> String {
+    let services = entry_of(uri).map(|e| e.services).unwrap_or_default();
+    if !services.is_empty() {
+        return format!(
+            "no NameNode of {} answered (down, standby, or on a host that drops connections). {}",
+            failover::describe(&services),
+            failover::what_to_check(&services)
+        );
+    }
+    format!(
+        "the NameNode for {} is unreachable or overloaded. Check the address and that HDFS is running (`tfyarn cluster status` for the local cluster)",
+        if uri.authority.is_empty() { "fs.defaultFS".to_string() } else { uri.prefix() },
+    )
+}
+
 type Key = (String, String, String);
 
-/// The client for `uri`'s scheme and authority (cached with the config dir,
-/// so `hdfs:///` follows a changed HADOOP_CONF_DIR as tfyarn.data does).
-pub fn client_for(uri: &Uri) -> TfResult<Arc<Client>> {
-    static CLIENTS: OnceLock<Mutex<HashMap<Key, Arc<Client>>>> = OnceLock::new();
+/// A client and the name services it talks to.
+#[derive(Clone)]
+struct Entry {
+    client: Arc<Client>,
+    services: Arc<[NameService]>,
+}
+
+fn clients() -> std::sync::MutexGuard<'static, HashMap<Key, Entry>> {
+    static CLIENTS: OnceLock<Mutex<HashMap<Key, Entry>>> = OnceLock::new();
+    CLIENTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn key_of(uri: &Uri) -> Key {
     let conf_dir = std::env::var("HADOOP_CONF_DIR").unwrap_or_default();
-    let key = (uri.scheme.clone(), uri.authority.clone(), conf_dir);
-    let mut cache = CLIENTS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(c) = cache.get(&key) {
-        return Ok(Arc::clone(c));
+    (uri.scheme.clone(), uri.authority.clone(), conf_dir)
+}
+
+fn entry_of(uri: &Uri) -> Option<Entry> {
+    clients().get(&key_of(uri)).cloned()
+}
+
+/// The client for `uri`'s scheme and authority (cached with the config dir,
+/// so `hdfs:///` follows a changed HADOOP_CONF_DIR as tfyarn.data does), with
+/// the failover settings of [`failover`] for its target.
+pub fn client_for(uri: &Uri) -> TfResult<Arc<Client>> {
+    let key = key_of(uri);
+    let mut cache = clients();
+    if let Some(e) = cache.get(&key) {
+        return Ok(Arc::clone(&e.client));
     }
     let url = token_url(uri);
+    let site = Site::from_env();
+    let services = failover::name_services(&uri.scheme, &uri.authority, &site);
+    let options = failover::client_options(&services, &site);
     let _guard = runtime().enter();
     let client = ClientBuilder::new()
         .with_url(url.clone())
-        .with_config(CLIENT_DEFAULTS)
+        .with_config(options)
         .with_io_runtime(runtime().handle().clone())
         .build()
         .map_err(|e| {
@@ -96,7 +133,7 @@ pub fn client_for(uri: &Uri) -> TfResult<Arc<Client>> {
             )
         })?;
     let client = Arc::new(client);
-    cache.insert(key, Arc::clone(&client));
+    cache.insert(key, Entry { client: Arc::clone(&client), services: services.into() });
     Ok(client)
 }
 
@@ -113,7 +150,7 @@ pub fn token_url(uri: &Uri) -> String {
         return plain;
     }
     let authority = if uri.authority.is_empty() {
-        match default_fs().and_then(|d| Uri::parse(&d)) {
+        match Site::from_env().default_fs().and_then(Uri::parse) {
             Some(d) if d.scheme == "hdfs" => d.authority,
             _ => return plain,
         }
@@ -128,22 +165,4 @@ pub fn token_url(uri: &Uri) -> String {
         Some(addr) => format!("hdfs://{}:{}", addr.ip(), port),
         None => plain,
     }
-}
-
-/// `fs.defaultFS` from `$HADOOP_CONF_DIR/core-site.xml` (or `$HADOOP_HOME/etc/hadoop`).
-fn default_fs() -> Option<String> {
-    let dir = std::env::var("HADOOP_CONF_DIR")
-        .ok()
-        .or_else(|| std::env::var("HADOOP_HOME").ok().map(|h| format!("{h}/etc/hadoop")))?;
-    let text = std::fs::read_to_string(format!("{dir}/core-site.xml")).ok()?;
-    let doc = roxmltree::Document::parse(&text).ok()?;
-    for prop in doc.descendants().filter(|n| n.has_tag_name("property")) {
-        let field = |name: &str| {
-            prop.children().find(|c| c.has_tag_name(name)).and_then(|c| c.text()).map(|t| t.trim().to_string())
-        };
-        if field("name").as_deref() == Some("fs.defaultFS") {
-            return field("value").filter(|v| !v.is_empty());
-        }
-    }
-    None
 }

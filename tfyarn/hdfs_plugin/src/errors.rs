@@ -2,6 +2,7 @@
 
 use hdfs_native::HdfsError;
 
+use crate::failover::{self, NameService};
 use crate::ffi::Code;
 
 #[derive(Debug)]
@@ -18,9 +19,32 @@ impl TfError {
     }
 }
 
-/// Map a client error of `op` on `uri` (`namenode` names the client's target).
-pub fn map_error(op: &str, uri: &str, err: &HdfsError) -> TfError {
+/// Map a client error of `op` on `uri`; `services` are the name services the
+/// client talks to (empty for `host:port`), named when none of their
+/// NameNodes served the call.
+pub fn map_error(op: &str, uri: &str, err: &HdfsError, services: &[NameService]) -> TfError {
     let (code, detail) = classify(err);
+    let standby = detail.starts_with("StandbyException");
+    let unreachable = standby || (code == Code::Unavailable && matches!(err, HdfsError::IOError(_)));
+    if unreachable && !services.is_empty() {
+        let why = if standby { "all are standby" } else { "none could be reached" };
+        return TfError::new(
+            code,
+            format!(
+                "HDFS {op} of {uri} failed: no NameNode of {} served it: {why} ({detail}). {}.",
+                failover::describe(services),
+                failover::what_to_check(services)
+            ),
+        );
+    }
+    if standby {
+        return TfError::new(
+            code,
+            format!(
+                "HDFS {op} of {uri} failed: {detail}. That NameNode is a standby: name the HA name service instead (hdfs://<nameservice>/..., dfs.nameservices in hdfs-site.xml) so the client finds the active NameNode, or check which is active with `hdfs haadmin -getAllServiceState`."
+            ),
+        );
+    }
     let hint = match code {
         Code::NotFound => "",
         Code::PermissionDenied => {
@@ -28,7 +52,7 @@ pub fn map_error(op: &str, uri: &str, err: &HdfsError) -> TfError {
         }
         Code::Unauthenticated => {
             if std::env::var_os("HADOOP_TOKEN_FILE_LOCATION").is_some() {
-                " In a YARN container only the delegation tokens obtained at submission exist: name this NameNode at submission (--hdfs_namenodes hdfs://HOST:PORT)."
+                " In a YARN container only the delegation tokens obtained at submission exist: name this NameNode at submission (--hdfs_namenodes hdfs://HOST:PORT, or hdfs://NAMESERVICE for an HA pair)."
             } else {
                 " Run `kinit` (or check KRB5_CONFIG and that the KDC runs), then retry."
             }
@@ -100,5 +124,40 @@ fn rpc_code(class: &str, message: &str) -> Code {
         "SecretManager$InvalidToken" | "InvalidToken" => Code::Unauthenticated,
         _ if message.contains("does not exist") => Code::NotFound,
         _ => Code::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::site::NameNode;
+
+    fn ns1() -> Vec<NameService> {
+        let nn = |id: &str, address: &str| NameNode { id: id.into(), address: address.into() };
+        vec![NameService { name: "ns1".into(), namenodes: vec![nn("nn1", "a:8020"), nn("nn2", "b:8020")] }]
+    }
+
+    #[test]
+    fn a_service_none_of_whose_namenodes_answered_is_named() {
+        let refused = HdfsError::IOError(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        let e = map_error("stat", "hdfs://ns1/x", &refused, &ns1());
+        assert_eq!(e.code, Code::Unavailable);
+        assert!(e.message.contains("no NameNode of the name service ns1 (nn1 at a:8020, nn2 at b:8020)"), "{}", e.message);
+        assert!(e.message.contains("none could be reached"), "{}", e.message);
+        assert!(e.message.contains("hdfs haadmin -ns ns1 -getAllServiceState"), "{}", e.message);
+        let standby = HdfsError::RPCError(
+            "org.apache.hadoop.ipc.StandbyException".into(),
+            "Operation category READ is not supported in state standby\n\tat org.X(X.java:1)".into(),
+        );
+        let e = map_error("list", "hdfs://ns1/x", &standby, &ns1());
+        assert!(e.message.contains("all are standby (StandbyException: Operation category READ"), "{}", e.message);
+        assert!(!e.message.contains("X.java"), "{}", e.message);
+        // A standby named by host:port: name the service instead.
+        let e = map_error("list", "hdfs://h:8020/x", &standby, &[]);
+        assert_eq!(e.code, Code::Unavailable);
+        assert!(e.message.contains("hdfs://<nameservice>/"), "{}", e.message);
+        // A single NameNode keeps its message.
+        let e = map_error("stat", "hdfs://h:1/x", &refused, &[]);
+        assert!(e.message.contains("Check the host and port in the URL"), "{}", e.message);
     }
 }

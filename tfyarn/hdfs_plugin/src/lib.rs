@@ -4,10 +4,12 @@
 
 mod client;
 mod errors;
+mod failover;
 mod ffi;
 mod ops;
 mod reader;
 mod recycle;
+mod site;
 mod uri;
 mod writer;
 

@@ -32,8 +32,8 @@ use hdfs_native::HdfsError;
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::client::{block_on, runtime, timeout};
-use crate::errors::{map_error, TfError, TfResult};
+use crate::client::{block_on, mapped, runtime, timeout};
+use crate::errors::{TfError, TfResult};
 use crate::ffi::Code;
 use crate::uri::Uri;
 
@@ -204,13 +204,13 @@ impl Reader {
     fn receive(&self, p: &mut Prefetch) -> TfResult<Bytes> {
         // Usually the stream is ahead: take a packet without entering the runtime.
         if let Ok(item) = p.rx.try_recv() {
-            return item.map_err(|e| map_error("read", &self.uri.to_string(), &e));
+            return item.map_err(|e| mapped("read", &self.uri, &e));
         }
         let limit = timeout();
         let got = runtime().block_on(async { tokio::time::timeout(limit, p.rx.recv()).await });
         match got {
             Ok(Some(Ok(bytes))) => Ok(bytes),
-            Ok(Some(Err(e))) => Err(map_error("read", &self.uri.to_string(), &e)),
+            Ok(Some(Err(e))) => Err(mapped("read", &self.uri, &e)),
             Ok(None) => Err(TfError::new(
                 Code::DataLoss,
                 format!("HDFS read of {} ended at byte {} of {}: the file is shorter than when it was opened", self.uri, p.pos, self.len),

@@ -1,0 +1,61 @@
+"""The HDFS plugin crate's own Rust tests (tfyarn/hdfs_plugin/src), run by cargo.
+
+They check what the plugin decides without a cluster: the failover settings
+for a name service or one NameNode (src/failover.rs, the same rule as
+tfyarn/data/fs/failover.py), the reading of the site files (src/site.rs), the
+error messages, the URI parsing and the buffer allocator. CI runs pytest only,
+so they run here. cargo builds in the directory the install's build hook uses
+(tfyarn/hdfs_plugin/hatch_build.py), in the release profile, so the
+dependencies the install compiled are reused and only the plugin's crate is
+compiled (about 30 CPU-seconds); a cold directory costs the full build.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+PLUGIN = Path(__file__).resolve().parents[2] / "tfyarn" / "hdfs_plugin"
+
+
+def _target_dir() -> str:
+    """hatch_build.py's choice: ``CARGO_TARGET_DIR``, else the tfyarn cache."""
+    explicit = os.environ.get("CARGO_TARGET_DIR")
+    if explicit:
+        return explicit
+    cache = os.environ.get("TFYARN_CACHE_DIR") or str(Path.home() / ".cache" / "tfyarn")
+    return str(Path(cache) / "hdfs-plugin-target")
+
+
+def test_the_plugin_crates_own_tests_pass() -> None:
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+    if not Path(cargo).exists():
+        pytest.skip("cargo is not installed (the plugin is not built either)")
+    done = subprocess.run(
+        [
+            cargo,
+            "test",
+            "--release",
+            "--offline",
+            "--locked",
+            "--lib",
+            "--manifest-path",
+            str(PLUGIN / "Cargo.toml"),
+            "-p",
+            "tfyarn_hdfs",
+            "--target-dir",
+            _target_dir(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**os.environ, "CARGO_BUILD_JOBS": os.environ.get("CARGO_BUILD_JOBS", "2")},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "failover::tests::the_target_decides_the_settings ... ok" in done.stdout
+    assert "test result: ok." in done.stdout and " 0 failed" in done.stdout
