@@ -1,4 +1,4 @@
-"""Run the test tiers in three lanes side by side, and say how long each took.
+"""Run the test tiers in lanes side by side, and say how long each took.
 
 The tiers are independent pytest sessions, each with the cluster it needs
 (tests/README.md says which tier proves what). Tiers in one lane run one
@@ -65,6 +65,7 @@ TIERS = (
             INTEGRATION,
             f"--ignore={INTEGRATION}/multihost",
             f"--ignore={INTEGRATION}/secure",
+            f"--ignore={INTEGRATION}/ha",
             *(f"--ignore={path}" for path in RECOVERY),
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
@@ -84,14 +85,19 @@ TIERS = (
         "Kerberos: a KDC, tokens and their renewal",
     ),
     Tier(
+        "ha",
+        (f"{INTEGRATION}/ha",),
+        "HA NameNodes and ResourceManagers failing over under running jobs",
+    ),
+    Tier(
         "multihost",
         (f"{INTEGRATION}/multihost",),
         "three hosts in network namespaces: failures, --python_env, queues",
     ),
 )
-# Three lanes on two cores: each tier's cluster waits on YARN more than it
-# computes, and the lanes take about as long as each other.
-LANES = (("plain",), ("unit", "secure", "multihost"), ("recovery",))
+# Four lanes on two cores: each tier's cluster waits on YARN more than it
+# computes, and no lane takes longer than the plain tier.
+LANES = (("plain",), ("unit", "secure", "multihost"), ("recovery",), ("ha",))
 # No tier may keep CI waiting past this: it is stopped and counted failed.
 TIER_DEADLINE_S = 45 * 60
 # Time pytest gets after SIGINT to stop its clusters before it is killed.

@@ -68,13 +68,16 @@ class NameNode(NamedTuple):
 def local_cluster_conf_dir(home: Path | None = None) -> Path | None:
     """The local cluster's configuration directory while its NameNode runs, else None.
 
-    ``hdfs:///`` needs the NameNode alone. Where the cluster lives (``home``,
+    ``hdfs:///`` needs a NameNode alone (either of an HA pair). Where the cluster lives (``home``,
     by default :func:`tfyarn.contract.local_cluster.default_home`) and whether
     its NameNode runs are :mod:`tfyarn.contract.local_cluster`'s to say.
     """
     home = home or local_cluster.default_home()
     namenode = local_cluster.NAMENODE_MAIN_CLASS
-    if local_cluster.running_pid(home, "namenode", namenode) is None:
+    if all(
+        local_cluster.running_pid(home, key, namenode) is None
+        for key in local_cluster.NAMENODE_KEYS
+    ):
         return None
     return local_cluster.conf_dir(home)
 

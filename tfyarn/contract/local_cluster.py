@@ -26,6 +26,8 @@ from pathlib import Path
 HOME_ENV = "TFYARN_CLUSTER_HOME"
 #: The NameNode's main class, on its command line.
 NAMENODE_MAIN_CLASS = "org.apache.hadoop.hdfs.server.namenode.NameNode"
+#: The NameNodes' pid file names: ``namenode``, and ``namenode2`` with HA.
+NAMENODE_KEYS = ("namenode", "namenode2")
 
 
 def default_home() -> Path:

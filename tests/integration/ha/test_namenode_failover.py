@@ -103,3 +103,27 @@ def test_a_namenode_crash_and_failover_keep_the_running_ps_job(
     graceful = _weather.stall(log, graceful_at)
     print(f"stall: crash {crash:.1f} s, graceful failover {graceful:.1f} s")
     assert crash <= STALL_BOUND_S and graceful <= STALL_BOUND_S, (crash, graceful)
+
+
+def test_a_name_service_that_is_gone_fails_in_bounded_time_naming_it(
+    both_running: LocalCluster,
+) -> None:
+    cluster = both_running
+    for member in ("nn1", "nn2"):
+        done = run_cli("cluster", "kill", "namenode", member, *_where(cluster))
+        assert done.returncode == 0, done.stderr
+    try:
+        began = time.monotonic()
+        listed = run_cli("data", "ls", "hdfs://tfyarn/tmp", timeout=180)
+        took = time.monotonic() - began
+    finally:
+        for member in ("nn1", "nn2"):
+            done = run_cli("cluster", "restart", "namenode", member, *_where(cluster))
+            assert done.returncode == 0, done.stderr
+    assert listed.returncode != 0, listed.stdout
+    said = listed.stderr
+    assert "Traceback" not in said, said
+    # Named: the service and both of its NameNodes, with what to check.
+    assert "tfyarn" in said and "nn1" in said and "nn2" in said, said
+    # The clients' failover waits (19.5-24.5 s), one Python start, the calls.
+    assert 15 < took < 60, (took, said)
