@@ -1,5 +1,5 @@
 """What a job went through, read from its chief's log (``jobs/weather_ps.py``
-prints ``round step=N t=T`` per round and ``start_step=N`` per attempt)."""
+prints ``round step=N t=T`` per round and ``start_step=N t=T`` per attempt)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,18 @@ import re
 import statistics
 
 ROUND = re.compile(r"^round step=(\d+) t=([0-9.]+)\s*$", re.MULTILINE)
-START = re.compile(r"^start_step=(\d+)\s*$", re.MULTILINE)
 
 
 def rounds(log: str) -> list[tuple[int, float]]:
     """Every round the chief completed: (step, epoch seconds), in order."""
     return [(int(s), float(t)) for s, t in ROUND.findall(log)]
+
+
+def usual_gap(log: str) -> float:
+    """The job's usual seconds between two rounds (their median)."""
+    times = [t for _, t in rounds(log)]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    return statistics.median(gaps) if gaps else 0.0
 
 
 def stall(log: str, event: float, window: float = 120.0) -> float:
@@ -33,17 +39,18 @@ def stall(log: str, event: float, window: float = 120.0) -> float:
     return max(0.0, max(around, default=usual) - usual)
 
 
-def steps_lost(log: str) -> int:
+def steps_lost(log: str, since: float = 0.0, until: float = float("inf")) -> int:
     """Steps trained and then trained again after a restart: for each chief
-    attempt after the first, the last step before it less its start step."""
+    attempt after the first (started between ``since`` and ``until``, epoch
+    seconds), the last step before it less the step it started from."""
     lost = 0
     last = 0
     for match in re.finditer(
-        r"^start_step=(\d+)\s*$|^round step=(\d+) t=", log, re.MULTILINE
+        r"^start_step=(\d+) t=([0-9.]+)\s*$|^round step=(\d+) t=", log, re.MULTILINE
     ):
-        start, step = match.groups()
-        if start is not None:
-            lost += max(0, last - int(start))
-        else:
+        start, at, step = match.groups()
+        if start is None:
             last = int(step)
+        elif since <= float(at) <= until:
+            lost += max(0, last - int(start))
     return lost

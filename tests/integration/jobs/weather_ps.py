@@ -8,8 +8,8 @@ reads never stop), and the chief saves a checkpoint to ``--checkpoint_dir``
 round it reports its step to the master and prints ``round step=N t=T``
 (epoch seconds), from which a test or benchmark reads how long training
 stalled around an event. A restarted chief resumes from the latest
-checkpoint. Prints ``start_step=``, ``steps=`` and ``accuracy=`` (on the
-held-out shards, read from HDFS).
+checkpoint. Prints ``start_step=N t=T`` per start, ``steps=`` and
+``accuracy=`` (on the held-out shards, read from HDFS).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def coordinate(args: argparse.Namespace) -> None:
     if manager.latest_checkpoint:
         checkpoint.restore(manager.latest_checkpoint)
     start = int(step.numpy())
-    print(f"start_step={start}", flush=True)
+    print(f"start_step={start} t={time.time():.3f}", flush=True)
     tfyarn.report_progress(start, total_steps=args.steps)
 
     def dataset_fn() -> tf.data.Dataset:
