@@ -90,15 +90,19 @@ STEADY_ROUNDS = 8
 
 
 def cli(*argv: str) -> str:
+    """``tfyarn cluster ARGV`` on the benchmark's cluster; its output."""
+    where = ["--base-dir", str(BASE_DIR)]
     done = subprocess.run(
-        [sys.executable, "-m", "tfyarn.cli", *argv, "--base-dir", str(BASE_DIR)],
+        [sys.executable, "-m", "tfyarn.cli", "cluster", *argv, *where],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )
     if done.returncode != 0:
-        raise SystemExit(f"tfyarn {' '.join(argv)} failed: {done.stderr[-2000:]}")
+        raise SystemExit(
+            f"tfyarn cluster {' '.join(argv)} failed: {done.stderr[-2000:]}"
+        )
     return done.stdout.strip()
 
 

@@ -167,6 +167,31 @@ def namenodes(
     wait_active(pair.other, pair, master, timeout=timeout)
 
 
+def resourcemanagers(
+    base_dir: Path,
+    pair: Pair,
+    active: Instance,
+    spawn: Callable[[], subprocess.Popen[bytes]],
+    *,
+    master: str,
+    timeout: float,
+    log: Callable[[str], None],
+) -> subprocess.Popen[bytes]:
+    """Stop the active ResourceManager (``active``), wait for the other to
+    take over, and start it again (``spawn``) to be the standby; its process.
+
+    Raises
+    ------
+    ClusterError
+        It would not stop, or the other was not active within ``timeout``.
+    """
+    stop_gracefully(base_dir, active, log=log)
+    wait_active(pair.other, pair, master, timeout=timeout)
+    proc = spawn()
+    log(f"Waiting for the {active.daemon.title} to be back as standby ...")
+    return proc
+
+
 def stop_gracefully(
     base_dir: Path, inst: Instance, *, log: Callable[[str], None]
 ) -> int:

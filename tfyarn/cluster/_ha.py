@@ -296,6 +296,20 @@ def rm_webs(settings: ClusterSettings) -> list[tuple[Member, int]]:
     return [(m, ports[m.web]) for m in members]
 
 
+def web_uis(settings: ClusterSettings, master: str) -> dict[str, str]:
+    """The web UI of each member of both pairs, by title."""
+    return {
+        **{
+            f"ResourceManager {m.id}": f"http://{master}:{port}"
+            for m, port in rm_webs(settings)
+        },
+        **{
+            f"NameNode {m.id}": f"http://{master}:{port}"
+            for m, port in namenode_webs(settings)
+        },
+    }
+
+
 def states(
     webs: list[tuple[Member, int]], master: str, *, https: bool = False
 ) -> dict[str, str]:

@@ -20,7 +20,6 @@ from tfyarn.cluster import (
     _ha,
     _hadoop,
     _hosts,
-    _lce,
     _netns,
     _prepare,
     _probe,
@@ -28,6 +27,7 @@ from tfyarn.cluster import (
     _ready,
     _render,
     _restarts,
+    _stop,
 )
 from tfyarn.cluster._secure import SecureCluster, namenode_web, secure_ports
 from tfyarn.cluster._settings import (
@@ -201,16 +201,7 @@ class LocalCluster:
             "NameNode": f"{'https' if https else 'http'}://{master}:{nn_web}",
         }
         if settings.ha:
-            uis = {
-                **{
-                    f"ResourceManager {m.id}": f"http://{master}:{port}"
-                    for m, port in _ha.rm_webs(settings)
-                },
-                **{
-                    f"NameNode {m.id}": f"http://{master}:{port}"
-                    for m, port in _ha.namenode_webs(settings)
-                },
-            }
+            uis = _ha.web_uis(settings, master)
         lay = self.layout()
         if settings.multihost and lay is not None:
             for h in lay.hosts:
@@ -701,12 +692,17 @@ class LocalCluster:
                 started = None
             else:
                 inst = {i.key: i for i in self.instances()}[pair.active.key]
-                _failover.stop_gracefully(self.base_dir, inst, log=log)
-                _failover.wait_active(pair.other, pair, master, timeout=timeout)
                 java_home = _hadoop.find_java_home()
                 module_flags = _hadoop.java_module_flags(java_home)
-                proc = self._spawn(inst, java_home, module_flags, log)
-                log(f"Waiting for the {inst.daemon.title} to be back as standby ...")
+                proc = _failover.resourcemanagers(
+                    self.base_dir,
+                    pair,
+                    inst,
+                    lambda: self._spawn(inst, java_home, module_flags, log),
+                    master=master,
+                    timeout=timeout,
+                    log=log,
+                )
                 _restarts.wait_back(
                     self.base_dir,
                     settings,
@@ -745,52 +741,15 @@ class LocalCluster:
             Titles of the daemons that were running.
         """
         with self._lock():
-            stopped = []
-            for inst in reversed(self.instances()):
-                pid = _process.running_pid(self.base_dir, inst.daemon, inst.key)
-                if pid is None:
-                    continue
-                title = inst.daemon.title + (
-                    f" on {inst.host.host}" if inst.host else ""
-                )
-                log(f"Stopping {title} (pid {pid}) ...")
-                # A secure NodeManager (no log aggregation) waits 17 s on its
-                # pending log deletions before exiting: strays() gets its containers.
-                slow = self.settings().secure and inst.daemon.name == "nodemanager"
-                _process.terminate([pid], grace=3 if slow else 20)
-                stopped.append(title)
-                _process.pid_file(self.base_dir, inst.key).unlink(missing_ok=True)
-            if self.settings().container_executor:
-                # The NodeManager (supervised) leaves Docker's containers running.
-                names = [d.name for d in _process.container_dirs(self.base_dir)]
-                _lce.remove_docker_containers(names)
-            leftovers = _process.strays(self.base_dir)
-            if leftovers:
-                log(f"Stopping {len(leftovers)} leftover process(es) ...")
-                _process.terminate(leftovers, grace=5)
-            # Namespaces, links, bridge and /etc/hosts block this cluster made.
-            _hosts.remove(self.base_dir, log=log)
-            if self.settings().secure and self.secure().stop():
-                log("Stopped the Kerberos KDC.")
-                stopped.append("Kerberos KDC")
-            if wipe:
-                subs = (
-                    "data",
-                    "logs",
-                    "tmp",
-                    "conf",
-                    "bin",
-                    "run",
-                    "nodes",
-                    "kerberos",
-                )
-                for sub in subs:
-                    shutil.rmtree(self.base_dir / sub, ignore_errors=True)
-                (self.base_dir / "cluster.json").unlink(missing_ok=True)
-                log(
-                    f"Deleted the cluster's data, logs and configuration in {self.base_dir}."
-                )
-            return stopped
+            settings = self.settings()
+            return _stop.stop(
+                self.base_dir,
+                self.instances(),
+                settings,
+                self.secure(settings) if settings.secure else None,
+                wipe=wipe,
+                log=log,
+            )
 
 
 def use_local_cluster(
