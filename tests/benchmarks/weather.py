@@ -71,7 +71,7 @@ SETTINGS = ClusterSettings(
     preemption=True,
 )
 DATA = "hdfs://tfyarn/tmp/tfyarn-weather/digits"
-OPTIONS = {
+OPTIONS: dict[str, Any] = {
     "num_chief": 1,
     "num_ps": 1,
     "num_worker": 2,
@@ -170,24 +170,34 @@ def preempt(yarn: Any, app_id: str, hold: float) -> dict[str, Any]:
     return {"ended": ended, "back_s": round(time.time() - ended, 1)}
 
 
-def events(yarn: Any, app_id: str, hold: float) -> list[tuple[str, Callable[[], Any]]]:
-    def namenode() -> None:
+def events(
+    yarn: Any, app_id: str, hold: float
+) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
+    """Each event by name: a call that puts the job through it and returns
+    what it measured itself (preemption's ``back_s``)."""
+
+    def namenode() -> dict[str, Any]:
         killed = cli("kill", "namenode")
         member = killed.split()[3]  # "Killed the NameNode nn1 (pid ..."
         wait_rounds(yarn, app_id, 3)
         cli("restart", "namenode", member)
+        return {}
 
-    def rm_failover() -> None:
+    def rm_failover() -> dict[str, Any]:
         killed = cli("kill", "resourcemanager")
         member = killed.split()[3]
         wait_rounds(yarn, app_id, 3)
         cli("restart", "resourcemanager", member)
+        return {}
+
+    def restart(daemon: str) -> Callable[[], dict[str, Any]]:
+        return lambda: {"restart": cli("restart", daemon)}
 
     return [
         ("namenode_failover", namenode),
         ("resourcemanager_failover", rm_failover),
-        ("resourcemanager_restart", lambda: cli("restart", "resourcemanager")),
-        ("nodemanager_restart", lambda: cli("restart", "nodemanager")),
+        ("resourcemanager_restart", restart("resourcemanager")),
+        ("nodemanager_restart", restart("nodemanager")),
         ("preemption", lambda: preempt(yarn, app_id, hold)),
     ]
 
@@ -215,7 +225,7 @@ def main() -> None:
             wait_rounds(yarn, app_id, STEADY_ROUNDS)
             for name, act in events(yarn, app_id, args.hold):
                 at = time.time()
-                extra = act() or {}
+                extra = act()
                 wait_rounds(yarn, app_id, STEADY_ROUNDS)
                 results[name] = {"at": at, **extra}
                 print(f"[weather] {name} done", file=sys.stderr, flush=True)
@@ -234,7 +244,11 @@ def main() -> None:
             "event": name,
             "stall_s": round(_weather.stall(log, at), 1),
             "steps_lost": _weather.steps_lost(log, at, until),
-            **{k: v for k, v in results[name].items() if k not in ("at", "ended")},
+            **{
+                k: v
+                for k, v in results[name].items()
+                if k not in ("at", "ended", "restart")
+            },
         }
         results[name] = line
         print(json.dumps(line))
