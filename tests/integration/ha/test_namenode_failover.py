@@ -67,7 +67,7 @@ def test_a_namenode_crash_and_failover_keep_the_running_ps_job(
     skein_client: Any, both_running: LocalCluster, data: str, base: str
 ) -> None:
     cluster = both_running
-    args = ["--data", data, "--checkpoint_dir", f"{base}/nn", "--steps", "500"]
+    args = ["--data", data, "--checkpoint_dir", f"{base}/nn", "--steps", "400"]
     with running_job(skein_client, JOB, args=args, **OPTIONS) as job:
         reached = _untouched.wait_for_step(job, "chief:0", 40)
         pids = _untouched.scripts(job, TASKS)
