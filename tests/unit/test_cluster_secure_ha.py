@@ -231,3 +231,13 @@ def test_web_uis_name_the_namenodes_https(
     assert uis["NameNode nn2"] == f"https://127.0.0.1:{https['namenode2_https']}"
     assert uis["DataNode"] == f"https://127.0.0.1:{https['datanode_https']}"
     assert uis["ResourceManager rm2"].startswith("http://")
+
+
+def test_status_lists_the_ports_the_daemons_listen_on(
+    tmp_path: Path, probed: dict[int, tuple[bool | None, bool]]
+) -> None:
+    save_settings(tmp_path, SECURE_HA)
+    https = secure_ports(SECURE_HA)
+    daemons = {d.name: d.ports for d in LocalCluster(tmp_path).status().daemons}
+    assert daemons["namenode2"]["namenode2_http"] == https["namenode2_https"]
+    assert daemons["journalnode"]["journalnode_http"] == https["journalnode_https"]

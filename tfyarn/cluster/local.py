@@ -141,7 +141,7 @@ class LocalCluster:
         ClusterStatus
         """
         settings = self.settings()
-        ports = settings.resolved_ports()
+        ports = _secure.bound_ports(settings)  # where each daemon listens
         pids = self.pids()
         found = self.instances()
         daemons = [
