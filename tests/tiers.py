@@ -66,6 +66,7 @@ TIERS = (
             f"--ignore={INTEGRATION}/multihost",
             f"--ignore={INTEGRATION}/secure",
             f"--ignore={INTEGRATION}/ha",
+            f"--ignore={INTEGRATION}/ha_secure",
             *(f"--ignore={path}" for path in RECOVERY),
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
@@ -90,6 +91,11 @@ TIERS = (
         "HA NameNodes and ResourceManagers failing over under running jobs",
     ),
     Tier(
+        "ha_secure",
+        (f"{INTEGRATION}/ha_secure",),
+        "HA with Kerberos: tokens of the name service through NameNode failovers",
+    ),
+    Tier(
         "multihost",
         (f"{INTEGRATION}/multihost",),
         "three hosts in network namespaces: failures, --python_env, queues",
@@ -97,7 +103,12 @@ TIERS = (
 )
 # Four lanes on two cores: each tier's cluster waits on YARN more than it
 # computes, and no lane takes longer than the plain tier.
-LANES = (("plain",), ("unit", "secure", "multihost"), ("recovery",), ("ha",))
+LANES = (
+    ("plain",),
+    ("unit", "secure", "multihost"),
+    ("recovery",),
+    ("ha", "ha_secure"),
+)
 # No tier may keep CI waiting past this: it is stopped and counted failed.
 TIER_DEADLINE_S = 45 * 60
 # Time pytest gets after SIGINT to stop its clusters before it is killed.

@@ -120,16 +120,10 @@ def test_coordinators_start_first_and_members_know_their_id() -> None:
     assert by_key["namenode2"].ports == ["namenode2_rpc", "namenode2_http"]
 
 
-@pytest.mark.parametrize(
-    ("extra", "match"),
-    [
-        ({"secure": True}, "--ha runs without Kerberos"),
-        ({"container_executor": "/opt/ce"}, "--ha runs without Kerberos"),
-    ],
-)
-def test_ha_refuses_what_it_does_not_support_yet(extra: dict, match: str) -> None:
-    with pytest.raises(ClusterError, match=match):
-        ClusterSettings(ha=True, **extra)
+def test_ha_refuses_what_it_does_not_support_yet() -> None:
+    # With --secure it runs (tests/unit/test_cluster_secure_ha.py).
+    with pytest.raises(ClusterError, match="--ha runs on the DefaultContainerExec"):
+        ClusterSettings(ha=True, container_executor="/opt/ce")
 
 
 def _states(monkeypatch: pytest.MonkeyPatch, active_ports: set[int]) -> None:

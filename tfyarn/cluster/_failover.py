@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from tfyarn.cluster import _ha, _probe, _process
+from tfyarn.cluster import _ha, _process
 from tfyarn.cluster._settings import ClusterSettings
 from tfyarn.cluster._status import Instance
 from tfyarn.errors import ClusterError
@@ -227,9 +227,9 @@ def wait_active(member: _ha.Member, pair: Pair, master: str, *, timeout: float) 
     ClusterError
         It was not active within ``timeout`` seconds (with the pair's states).
     """
-    port = {m.id: p for m, p in pair.webs}[member.id]
+    member, port = next((m, p) for m, p in pair.webs if m.id == member.id)
     deadline = time.monotonic() + timeout
-    while not _probe_active(port, master):
+    while not _ha.is_active(member, port, master):
         if time.monotonic() > deadline:
             states = _ha.states(list(pair.webs), master)
             raise ClusterError(
@@ -239,7 +239,3 @@ def wait_active(member: _ha.Member, pair: Pair, master: str, *, timeout: float) 
                 + "); see the failover controllers' and daemons' logs"
             )
         time.sleep(0.25)
-
-
-def _probe_active(port: int, master: str) -> bool:
-    return bool(_probe.is_active(port, master))

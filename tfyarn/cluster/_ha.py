@@ -18,6 +18,11 @@ recovers them, work-preserving, from where the other left them.
 Both pairs run on the master address, on ports of their own (``PORTS`` in
 ``tfyarn.cluster._settings``); each member learns its id from its command
 line (``-D dfs.ha.namenode.id=nn2``), so the pair shares one configuration.
+
+With ``--secure`` every daemon of both pairs runs with Kerberos (the
+principals are ``tfyarn.cluster._secure_conf``'s) and HDFS's web servers speak
+HTTPS only: each NameNode and the JournalNode on a port of its own
+(``tfyarn.cluster._secure.secure_ports``), which the probes here use.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from xml.sax.saxutils import escape
 
 from tfyarn.cluster import _probe, _process
 from tfyarn.cluster._process import Daemon
-from tfyarn.cluster._secure import namenode_web
+from tfyarn.cluster._secure import secure_ports
 from tfyarn.cluster._settings import ClusterSettings
 from tfyarn.cluster._status import Instance
 
@@ -49,17 +54,27 @@ COORDINATORS = ("zookeeper", "journalnode")
 
 @dataclasses.dataclass(frozen=True)
 class Member:
-    """One member of an HA pair: its id, its daemon's key and its ports' names."""
+    """One member of an HA pair: its id, its daemon's key and its ports' names
+    (``web_https``: its web port on a secure cluster, one of ``secure_ports``).
+    ``https``: whether the web port it comes with (``namenode_webs``) speaks
+    HTTPS."""
 
     id: str
     key: str
     rpc: str
     web: str
+    web_https: str = ""
+    https: bool = False
+
+    @property
+    def scheme(self) -> str:
+        """``https`` or ``http``: how to reach its web port."""
+        return "https" if self.https else "http"
 
 
 NAMENODES = (
-    Member("nn1", "namenode", "namenode_rpc", "namenode_http"),
-    Member("nn2", "namenode2", "namenode2_rpc", "namenode2_http"),
+    Member("nn1", "namenode", "namenode_rpc", "namenode_http", "namenode_https"),
+    Member("nn2", "namenode2", "namenode2_rpc", "namenode2_http", "namenode2_https"),
 )
 RESOURCEMANAGERS = (
     Member("rm1", "resourcemanager", "rm", "rm_web"),
@@ -155,6 +170,14 @@ def hdfs_properties(settings: ClusterSettings, base_dir: Path, master: str) -> s
             "dfs.ha.tail-edits.period": "1s",
         }
     )
+    if settings.secure:  # HTTPS_ONLY: the web servers above stay closed
+        https = secure_ports(settings)
+        for m in NAMENODES:
+            address = f"{master}:{https[m.web_https]}"
+            props[f"dfs.namenode.https-address.{ns}.{m.id}"] = address
+        props["dfs.journalnode.https-address"] = (
+            f"{master}:{https['journalnode_https']}"
+        )
     return _lines(props)
 
 
@@ -283,9 +306,15 @@ def controller_missing(base_dir: Path, namenode: Instance, since: float) -> str 
 
 
 def namenode_webs(settings: ClusterSettings) -> list[tuple[Member, int]]:
-    """Each NameNode with its web port (one, ``nn1``, without HA)."""
-    ports = settings.resolved_ports()
+    """Each NameNode with its web port (one, ``nn1``, without HA): its HTTPS
+    port on a secure cluster (HTTPS_ONLY), the member marked ``https``."""
     members = NAMENODES if settings.ha else NAMENODES[:1]
+    if settings.secure:
+        https = secure_ports(settings)
+        return [
+            (dataclasses.replace(m, https=True), https[m.web_https]) for m in members
+        ]
+    ports = settings.resolved_ports()
     return [(m, ports[m.web]) for m in members]
 
 
@@ -297,37 +326,40 @@ def rm_webs(settings: ClusterSettings) -> list[tuple[Member, int]]:
 
 
 def web_uis(settings: ClusterSettings, master: str) -> dict[str, str]:
-    """The web UI of each member of both pairs, by title."""
+    """The web UI of each member of both pairs, by title (a secure cluster's
+    NameNodes: HTTPS)."""
     return {
         **{
             f"ResourceManager {m.id}": f"http://{master}:{port}"
             for m, port in rm_webs(settings)
         },
         **{
-            f"NameNode {m.id}": f"http://{master}:{port}"
+            f"NameNode {m.id}": f"{m.scheme}://{master}:{port}"
             for m, port in namenode_webs(settings)
         },
     }
 
 
-def states(
-    webs: list[tuple[Member, int]], master: str, *, https: bool = False
-) -> dict[str, str]:
+def is_active(member: Member, port: int, master: str) -> bool | None:
+    """Whether ``member`` (on web ``port``) is its pair's active one; None
+    when it does not answer."""
+    return _probe.is_active(port, master, https=member.https)
+
+
+def states(webs: list[tuple[Member, int]], master: str) -> dict[str, str]:
     """Each member's HA state by id: ``active``, ``standby`` or ``down``."""
     out = {}
     for member, port in webs:
-        answer = _probe.is_active(port, master, https=https)
+        answer = is_active(member, port, master)
         out[member.id] = "down" if answer is None else "active" if answer else "standby"
     return out
 
 
 def active_namenode_web(settings: ClusterSettings, master: str) -> tuple[int, bool]:
     """The web port of the NameNode to ask about HDFS (the active one; nn1's
-    while none is) and whether it speaks HTTPS."""
-    if not settings.ha:
-        return namenode_web(settings)
+    while none is) and whether it speaks HTTPS (a secure cluster's do)."""
     webs = namenode_webs(settings)
-    return active_web(webs, master) or webs[0][1], False
+    return active_web(webs, master) or webs[0][1], webs[0][0].https
 
 
 def active_rm_web(settings: ClusterSettings, master: str) -> int:
@@ -337,13 +369,11 @@ def active_rm_web(settings: ClusterSettings, master: str) -> int:
     return active_web(webs, master) or webs[0][1]
 
 
-def active_web(
-    webs: list[tuple[Member, int]], master: str, *, https: bool = False
-) -> int | None:
+def active_web(webs: list[tuple[Member, int]], master: str) -> int | None:
     """The web port of the active member (the only one without HA), or None."""
     if len(webs) == 1:
         return webs[0][1]
-    for _member, port in webs:
-        if _probe.is_active(port, master, https=https):
+    for member, port in webs:
+        if is_active(member, port, master):
             return port
     return None

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tfyarn.cluster import _ha, _messages, _netns, _probe, _process, _scheduler
 from tfyarn.cluster._process import DAEMONS_BY_NAME
+from tfyarn.cluster._secure import bound_ports
 from tfyarn.cluster._settings import ClusterSettings
 from tfyarn.cluster._status import Instance
 from tfyarn.errors import ClusterError
@@ -221,7 +222,7 @@ def wait_listening(
     ClusterError
         One of ``started`` died, or ``timeout`` passed (naming the port).
     """
-    ports = settings.resolved_ports()
+    ports = bound_ports(settings)  # a secure JournalNode's web port: HTTPS
     deadline = time.monotonic() + timeout
     while True:
         for inst in found:

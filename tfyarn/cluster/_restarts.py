@@ -255,11 +255,11 @@ def _namenode_missing(
     if not settings.ha:
         web, https = _ha.active_namenode_web(settings, master)
     else:
-        web, https = _own_web(settings, inst), False
-        if _probe.is_active(web, master) is None:
+        https = settings.secure  # a secure cluster's NameNodes: HTTPS only
+        if _probe.is_active(_own_web(settings, inst), master, https=https) is None:
             return "its web endpoint did not answer"
         web, https = _ha.active_namenode_web(settings, master)
-        if not _probe.is_active(web, master):
+        if not _probe.is_active(web, master, https=https):
             return "no NameNode is active yet"
     health = _probe.hdfs_health(web, master, https=https)
     if health is None:

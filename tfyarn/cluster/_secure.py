@@ -29,10 +29,41 @@ SECURE_PORTS: dict[str, tuple[int, str]] = {
     "namenode_https": (9871, "NameNode web UI (HTTPS)"),
     "datanode_https": (9865, "DataNode web UI (HTTPS)"),
 }
+# Bound only by a secure HA cluster (``ha``): the HTTPS_ONLY web servers of the
+# second NameNode (nn1 keeps ``namenode_https``) and of the JournalNode, from
+# which the NameNodes fetch edits.
+SECURE_HA_PORTS: dict[str, tuple[int, str]] = {
+    "namenode2_https": (9872, "NameNode nn2 web UI (HTTPS)"),
+    "journalnode_https": (8481, "JournalNode web UI (HTTPS)"),
+}
+# HTTPS_ONLY closes HDFS's HTTP web ports: each daemon binds its HTTPS port
+# in their place.
+_HTTPS_INSTEAD = {
+    "namenode_http": "namenode_https",
+    "namenode2_http": "namenode2_https",
+    "journalnode_http": "journalnode_https",
+    "datanode_http": "datanode_https",
+}
 
 
 def secure_ports(settings: ClusterSettings) -> dict[str, int]:
-    return {name: p + settings.port_offset for name, (p, _) in SECURE_PORTS.items()}
+    """The secure cluster's own ports by name, shifted by the port offset."""
+    table = {**SECURE_PORTS, **(SECURE_HA_PORTS if settings.ha else {})}
+    return {name: p + settings.port_offset for name, (p, _) in table.items()}
+
+
+def bound_ports(settings: ClusterSettings) -> dict[str, int]:
+    """Every port of ``PORTS`` by name as the daemons bind it: on a secure
+    cluster HDFS's web ports are their HTTPS ports (the HTTP ones stay closed),
+    so port checks look where a daemon listens."""
+    ports = settings.resolved_ports()
+    if not settings.secure:
+        return ports
+    https = secure_ports(settings)
+    return {
+        name: https.get(_HTTPS_INSTEAD.get(name, ""), port)
+        for name, port in ports.items()
+    }
 
 
 def namenode_web(settings: ClusterSettings) -> tuple[int, bool]:
@@ -115,6 +146,7 @@ class SecureCluster:
             namenode_https=ports["namenode_https"],
             datanode_https=ports["datanode_https"],
             token_lifetime_s=self.settings.token_lifetime_s,
+            journalnode=self.settings.ha,
         )
 
     def write_config(self, conf_dir: Path) -> None:

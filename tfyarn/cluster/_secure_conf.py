@@ -25,6 +25,7 @@ SERVICES = {
     "dn": "DataNode",
     "rm": "ResourceManager",
     "nm": "NodeManager",
+    "jn": "JournalNode (HA)",
     "HTTP": "web servers (SPNEGO, WebHDFS)",
 }
 
@@ -41,6 +42,7 @@ class SecureConf:
     namenode_https: int
     datanode_https: int
     token_lifetime_s: int = 0
+    journalnode: bool = False  # an HA cluster's JournalNode runs too
 
     def principal(self, service: str) -> str:
         return f"{service}/{HOST}@{self.realm}"
@@ -104,6 +106,8 @@ def site_properties(conf: SecureConf) -> dict[str, dict[str, str]]:
         "yarn.log-aggregation-enable": "false",
         "yarn.nodemanager.log.retain-seconds": "604800",
     }
+    if conf.journalnode:
+        hdfs.update(journalnode_properties(conf))
     if conf.token_lifetime_s:
         max_ms = str(conf.token_lifetime_s * 1000)
         renew_ms = str(conf.token_lifetime_s * 500)
@@ -131,6 +135,26 @@ def site_properties(conf: SecureConf) -> dict[str, dict[str, str]]:
             "ssl.client.truststore.type": "jks",
             "ssl.client.truststore.password": conf.store_password,
         },
+    }
+
+
+def journalnode_properties(conf: SecureConf) -> dict[str, str]:
+    """An HA cluster's secure keys beyond the NameNodes' own.
+
+    The JournalNode logs in as ``jn/``; its web server, from which a NameNode
+    fetches edits (HTTPS, SPNEGO), as ``HTTP/``, and it serves them only to
+    the NameNodes' principal. Both NameNodes share one host, so one ``nn/``
+    principal serves them, and each failover controller logs in as its
+    NameNode (Hadoop's ZKFC reads the NameNode's keytab keys): nothing to add.
+    ZooKeeper stays unauthenticated: the failover controllers' and the
+    ResourceManagers' znodes are world-readable on the loopback ZooKeeper
+    (production would add SASL and ACLs: ``ha.zookeeper.acl``,
+    ``hadoop.zk.acl``).
+    """
+    return {
+        "dfs.journalnode.kerberos.principal": conf.principal("jn"),
+        "dfs.journalnode.keytab.file": str(conf.keytabs["jn"]),
+        "dfs.journalnode.kerberos.internal.spnego.principal": conf.principal("HTTP"),
     }
 
 

@@ -91,7 +91,8 @@ class ClusterSettings:
         Share of the node application masters may hold together.
     secure : bool
         Kerberos: the cluster runs its own KDC on loopback and its daemons in
-        secure mode (``tfyarn.cluster._secure``). Loopback only (``nodes=0``).
+        secure mode (``tfyarn.cluster._secure``). Loopback only (``nodes=0``);
+        with ``ha`` too.
     token_lifetime_s : int
         With ``secure``: delegation tokens' maximum lifetime in seconds (renew
         interval: half of it), to rehearse long jobs in minutes. 0: Hadoop's
@@ -111,6 +112,11 @@ class ClusterSettings:
         The capacity scheduler's preemption monitor, quick (see
         ``tfyarn.cluster._scheduler.PREEMPTION``): a queue starved below its
         capacity takes containers back from queues that borrowed. Off by default.
+    ha : bool
+        High availability (``tfyarn.cluster._ha``): two NameNodes behind the
+        name service ``hdfs://tfyarn`` and two ResourceManagers, with a
+        JournalNode, ZooKeeper and failover controllers. With ``secure`` every
+        one of them runs with Kerberos. Not with ``container_executor``.
     """
 
     nodes: int = 0
@@ -196,10 +202,10 @@ class ClusterSettings:
                 "--secure runs on the single node on loopback; a secure cluster of "
                 "several hosts (--nodes) is not supported yet: drop one of the two"
             )
-        if self.ha and (self.secure or self.container_executor):
+        if self.ha and self.container_executor:
             raise ClusterError(
-                "--ha runs without Kerberos and on the DefaultContainerExecutor "
-                "for now (not with --secure or --container_executor): drop one"
+                "--ha runs on the DefaultContainerExecutor for now (not with "
+                "--container_executor): drop one of the two"
             )
         if self.container_executor and (self.secure or self.multihost):
             raise ClusterError(

@@ -27,6 +27,7 @@ from tfyarn.cluster import (
     _ready,
     _render,
     _restarts,
+    _secure,
     _stop,
 )
 from tfyarn.cluster._secure import SecureCluster, namenode_web, secure_ports
@@ -140,7 +141,7 @@ class LocalCluster:
         ClusterStatus
         """
         settings = self.settings()
-        ports = settings.resolved_ports()
+        ports = _secure.bound_ports(settings)  # where each daemon listens
         pids = self.pids()
         found = self.instances()
         daemons = [
@@ -366,7 +367,7 @@ class LocalCluster:
                 )
                 save_settings(self.base_dir, settings)
 
-            ports = settings.resolved_ports()
+            ports = _secure.bound_ports(settings)  # as bound (secure: HTTPS)
             master = lay.master_address if lay else "127.0.0.1"
             all_instances = instances(settings, lay)
             pids = self.pids()
@@ -638,7 +639,7 @@ class LocalCluster:
             if settings.secure:
                 module_flags = (*module_flags, *self.secure(settings).java_flags())
             if inst.host is None:
-                ports = settings.resolved_ports()
+                ports = _secure.bound_ports(settings)
                 _process.check_ports_free(inst.daemon, ports, self.master_address())
             proc = self._spawn(inst, java_home, module_flags, log)
             log(f"Waiting for the {_restarts.title(inst)} to be back ...")
@@ -694,6 +695,8 @@ class LocalCluster:
                 inst = {i.key: i for i in self.instances()}[pair.active.key]
                 java_home = _hadoop.find_java_home()
                 module_flags = _hadoop.java_module_flags(java_home)
+                if settings.secure:  # its JVM logs in at the cluster's KDC
+                    module_flags = (*module_flags, *self.secure(settings).java_flags())
                 proc = _failover.resourcemanagers(
                     self.base_dir,
                     pair,
@@ -719,11 +722,15 @@ class LocalCluster:
         )
 
     def env_vars_for_commands(self) -> dict[str, str]:
-        """The environment of ``yarn``/``hdfs`` commands run for the cluster."""
+        """The environment of ``yarn``/``hdfs`` commands run for the cluster
+        (on a secure one: its realm and the user's ticket, for ``haadmin``)."""
         java_home = _hadoop.find_java_home()
-        return _daemons.daemon_env(
+        env = _daemons.daemon_env(
             self.base_dir, java_home, _hadoop.java_module_flags(java_home)
         )
+        if self.settings().secure:
+            env.update(self.secure().env())
+        return env
 
     # -- stop --------------------------------------------------------------
 
