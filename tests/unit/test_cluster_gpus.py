@@ -23,8 +23,7 @@ from tfyarn.contract import hadoop_conf
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "nvidia-h200"
 QUERY = (
-    "--query-gpu=index,uuid,name,pci.bus_id,memory.total,memory.used,"
-    "utilization.gpu"
+    "--query-gpu=index,uuid,name,pci.bus_id,memory.total,memory.used,utilization.gpu"
 )
 
 
