@@ -146,6 +146,7 @@ class Reconciler:
                 await asyncio.sleep(0)  # let NodeManager accounts asked for finish
             for task in state.tasks.values():
                 self._watch_container(task, now)
+            await state.gpus.reconcile()  # GPUs of registered tasks (am/gpus.py)
             self._judge_held(now)
             if not state.log_each:
                 self._log_summary()
