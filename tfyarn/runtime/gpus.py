@@ -20,13 +20,14 @@ import subprocess
 from collections.abc import Mapping
 
 from tfyarn._proto import master_pb2 as pb
+from tfyarn.contract import docker as _docker
 
 log = logging.getLogger("tfyarn.runtime")
 
 CUDA_VISIBLE = "CUDA_VISIBLE_DEVICES"
 CUDA_ORDER = "CUDA_DEVICE_ORDER"
 # Set by YARN's Docker runtime (nvidia-docker-v2 plugin) or --docker_runtime.
-NVIDIA_VISIBLE = "NVIDIA_VISIBLE_DEVICES"
+NVIDIA_VISIBLE = _docker.NVIDIA_VISIBLE_DEVICES
 QUERY = "index,uuid,utilization.gpu,memory.used,memory.total"
 QUERY_TIMEOUT_S = 5.0
 
