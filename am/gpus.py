@@ -195,26 +195,29 @@ def choose(
     if node and mine:
         gpus = tuple(node.by_index(i) for i in sorted(mine))
         return Choice(gpus, "yarn", "the NodeManager assigned them to the container")
+    others: dict[int, str] = {}
     if node and node.devices:
         pool = [g.index for g in node.devices]
         if node.allowed:
             pool = [i for i in pool if i in node.allowed]
-        others = {i for ids in node.assigned.values() for i in ids}
-        pool = [i for i in pool if i not in others]
+        others = {i: f"YARN's {cid}" for cid, ids in node.assigned.items() for i in ids}
         why = "the NodeManager assigns none (no LinuxContainerExecutor)"
     else:
         pool = list(range(max(wanted, 0) + len(held)))
         why = "the NodeManager did not list the node's GPUs" + (
             f" ({node_error})" if node_error else ""
         )
-    free = [i for i in pool if i not in held]
-    picked = free[:wanted]
+    taken = {**others, **held}
+    # Free ones first; too few (a node busier than YARN's count says): shared,
+    # this job's own before other containers'.
+    ranked = [i for i in pool if i not in taken]
+    ranked += [i for i in pool if i in held] + [i for i in pool if i in others]
+    picked = ranked[:wanted]
     note = f"chosen by the master: {why}"
-    if len(picked) < wanted:
-        shared = [i for i in pool if i in held][: wanted - len(picked)]
-        picked += shared
+    shared = [i for i in picked if i in taken]
+    if shared:
         note += "; too few free, shared with " + ", ".join(
-            f"{held[i]} (GPU {i})" for i in shared
+            f"{taken[i]} (GPU {i})" for i in shared
         )
     gpus = tuple(node.by_index(i) if node else Gpu(i) for i in sorted(picked))
     return Choice(gpus, "master", note)

@@ -250,6 +250,8 @@ class MasterSession:
                     gpus=gpus,
                     gpu_error=error,
                 )
+                if self.done.is_set():  # closed while nvidia-smi answered
+                    return
             try:
                 client.heartbeat(request, timeout=max(interval, 5.0))
                 last_ok = time.monotonic()
