@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from am.model import Task, Watcher
 from tfyarn._proto import master_pb2 as pb
+from tfyarn.spec import Role
 
 if TYPE_CHECKING:
     from am.state import JobState
@@ -295,14 +296,10 @@ class GpuLedger:
 
     def _current(self, key: pb.TaskKey, attempt: int) -> Task | None:
         """The task a call names, if the call is from its current attempt."""
-        task = next(
-            (
-                t
-                for t in self.state.tasks.values()
-                if (t.role.value, t.index) == (key.role, key.index)
-            ),
-            None,
-        )
+        try:
+            task = self.state.tasks.get((Role(key.role), key.index))
+        except ValueError:  # no such role: JobState refused the call already
+            return None
         return task if task is not None and task.attempt == attempt else None
 
     def registered(self, req: pb.RegisterTaskRequest) -> None:
@@ -331,6 +328,8 @@ class GpuLedger:
 
     def heartbeat(self, request: pb.HeartbeatRequest) -> None:
         """What the task's runtime read of its GPUs (nvidia-smi), or why not."""
+        if not request.gpus and not request.gpu_error:
+            return  # a task without GPUs, or no nvidia-smi: nothing to keep
         task = self._current(request.task, request.attempt)
         if task is None or task not in self.held:
             return
@@ -384,11 +383,18 @@ class GpuLedger:
         nodes = sorted({t.node or "" for t in ready})
         answers = await asyncio.gather(*(self._node(n) for n in nodes))
         known = dict(zip(nodes, answers, strict=True))
+        # What this job holds on each node: index -> task.
+        holding: dict[str, dict[int, str]] = {}
+        for other, h in self.held.items():
+            for g in h.choice.gpus:
+                holding.setdefault(h.node, {})[g.index] = other.key
         for task, visible in ready.items():
             if self.pending.pop(task, None) is None:
                 continue  # released meanwhile
             node, why = known[task.node or ""]
-            self._assign(task, visible, node, why)
+            on_node = holding.setdefault(task.node or "", {})
+            choice = self._assign(task, visible, node, why, on_node)
+            on_node.update({g.index: task.key for g in choice.gpus})
 
     async def _node(self, node: str) -> tuple[NodeGpus | None, str]:
         text, why = await self.fetch(node)
@@ -408,14 +414,13 @@ class GpuLedger:
         return parsed, ""
 
     def _assign(
-        self, task: Task, visible: str, node: NodeGpus | None, why: str
-    ) -> None:
-        held = {
-            g.index: other.key
-            for other, h in self.held.items()
-            if h.node == task.node and other is not task
-            for g in h.choice.gpus
-        }
+        self,
+        task: Task,
+        visible: str,
+        node: NodeGpus | None,
+        why: str,
+        held: Mapping[int, str],
+    ) -> Choice:
         choice = choose(
             self.wanted(task),
             container=task.yarn_container_id or "",
@@ -431,6 +436,7 @@ class GpuLedger:
         for watcher in task.watchers:
             watcher.put(event)
         self.state.publisher.dirty = True
+        return choice
 
     # -- what readers see -------------------------------------------------------
 
