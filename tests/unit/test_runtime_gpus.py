@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,8 @@ from tfyarn.contract.status import Phase
 from tfyarn.runtime import Runtime, TaskContext, gpus
 from tfyarn.spec import JobSpec, Role
 
-# Records the CUDA variables it starts with; a worker waits long enough for a
-# heartbeat to carry its GPU's figures.
+# Records the CUDA variables it starts with; a worker then waits for the file
+# WAIT_FOR (the test's go, once heartbeats carried its GPU's figures).
 SCRIPT = r"""
 import json, os, time
 role, index = os.environ["TFYARN_ROLE"], os.environ["TFYARN_TASK_INDEX"]
@@ -32,7 +34,8 @@ with open(f"{role}_{index}.json", "w") as f:
     json.dump(seen, f)
 if role == "ps":
     time.sleep(60)
-time.sleep(float(os.environ.get("WORK_S", "0")))
+while os.environ.get("WAIT_FOR") and not os.path.exists(os.environ["WAIT_FOR"]):
+    time.sleep(0.1)
 """
 
 
@@ -57,6 +60,7 @@ def run_job(
     credentials: tuple[bytes, bytes],
     workdir: Path,
     answer: tuple[str, str],
+    while_running: Callable[[LiveMaster], None] = lambda master: None,
     **extra: str,
 ) -> tuple[LiveMaster, dict[str, int]]:
     (workdir / spec.script_name).write_text(SCRIPT)
@@ -86,6 +90,7 @@ def run_job(
     ]
     for t in threads:
         t.start()
+    while_running(master)
     for t in threads:
         t.join(60)
     return master, codes
@@ -119,14 +124,39 @@ def test_each_script_starts_with_its_own_devices_and_a_ps_with_none(
     cluster_gpus.set_figures(node_dir, 1, utilization=70, memory_used=2048)
     uuids = [d["uuid"] for d in cluster_gpus.read_state(node_dir)["devices"]]
     path = f"{node_dir / 'gpu'}:/usr/bin:/bin"
+    go = tmp_path / "go"
+    got: dict[str, Any] = {}
+
+    def figures(master: LiveMaster) -> None:
+        """Each worker's GPU as the master shows it, once heartbeats carried
+        the stand-in's figures; then the workers may end."""
+        state = master.state
+        assert state is not None
+
+        def read() -> dict[str, Any]:
+            return {
+                t.key: (state.gpus.status_of(t).get("gpus") or [{}])[0]
+                for t in state.tasks.values()
+                if t.role is Role.WORKER
+            }
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            got.update(master.call(read))
+            if all("utilization" in g for g in got.values()):
+                break
+            time.sleep(0.2)
+        go.write_text("")
+
     spec = gpu_spec(preimport=preimport)
     master, codes = run_job(
         spec,
         credentials,
         tmp_path,
         (node_answer(node_dir), ""),
+        figures,
         PATH=path,
-        WORK_S="1.5",
+        WAIT_FOR=str(go),
     )
     phase, diagnostics = master.wait_done()
     assert phase is Phase.SUCCEEDED, diagnostics
@@ -139,17 +169,6 @@ def test_each_script_starts_with_its_own_devices_and_a_ps_with_none(
     visible = {seen[k]["CUDA_VISIBLE_DEVICES"] for k in ("worker:0", "worker:1")}
     assert visible == set(uuids)  # one device each, by UUID, different
     # Each heartbeat carried the stand-in's figures of the worker's device.
-    assert master.state is not None
-    state = master.state
-
-    def figures() -> dict[str, Any]:
-        return {
-            t.key: state.gpus.status_of(t)["gpus"][0]
-            for t in state.tasks.values()
-            if t.role is Role.WORKER
-        }
-
-    got = master.call(figures)
     for key in ("worker:0", "worker:1"):
         index = uuids.index(seen[key]["CUDA_VISIBLE_DEVICES"])
         assert got[key]["uuid"] == uuids[index]
@@ -162,7 +181,7 @@ def test_without_the_nodemanagers_list_devices_go_by_index_in_bus_order(
     credentials: tuple[bytes, bytes], tmp_path: Path
 ) -> None:
     spec = gpu_spec()
-    master, _ = run_job(spec, credentials, tmp_path, ("", "HTTP 503"), WORK_S="0")
+    master, _ = run_job(spec, credentials, tmp_path, ("", "HTTP 503"))
     phase, diagnostics = master.wait_done()
     assert phase is Phase.SUCCEEDED, diagnostics
     seen = [json.loads((tmp_path / f"worker_{i}.json").read_text()) for i in (0, 1)]
