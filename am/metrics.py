@@ -25,6 +25,8 @@ from tfyarn.contract.status import Phase, TaskState
 
 Snapshot = Callable[[], dict[str, Any]]
 
+MIB = 1 << 20  # nvidia-smi counts memory in MiB; Prometheus in bytes
+
 # steps/s is the slope over what the page saw in this window: long enough to
 # smooth the snapshot's publish gaps (seconds), short enough to follow a change.
 RATE_WINDOW = 60.0
@@ -249,8 +251,31 @@ class SnapshotCollector(Collector):
             "Metrics the script passed to tfyarn.report_progress",
             labels=[*labels, "metric"],
         )
+        gpu_labels = [*labels, "gpu", "uuid"]
+        gpu_busy = GaugeMetricFamily(
+            "tfyarn_task_gpu_utilization_percent",
+            "GPU utilisation of each of the task's GPUs, as nvidia-smi reports it",
+            labels=gpu_labels,
+        )
+        gpu_used = GaugeMetricFamily(
+            "tfyarn_task_gpu_memory_used_bytes",
+            "GPU memory in use on each of the task's GPUs (nvidia-smi)",
+            labels=gpu_labels,
+        )
+        gpu_total = GaugeMetricFamily(
+            "tfyarn_task_gpu_memory_total_bytes",
+            "GPU memory of each of the task's GPUs (nvidia-smi)",
+            labels=gpu_labels,
+        )
         for t in tasks:
             key = [t["task"], t["role"]]
+            for g in t.get("gpus") or []:
+                if g.get("utilization") is None:
+                    continue  # no nvidia-smi where the task runs: nothing
+                gpu = [*key, str(g.get("index")), str(g.get("uuid") or "")]
+                gpu_busy.add_metric(gpu, float(g["utilization"]))
+                gpu_used.add_metric(gpu, float(g.get("memory_used_mib", 0)) * MIB)
+                gpu_total.add_metric(gpu, float(g.get("memory_total_mib", 0)) * MIB)
             attempt.add_metric(key, t.get("attempt", 0))
             if t.get("step") is not None:
                 step.add_metric(key, t["step"])
@@ -260,7 +285,7 @@ class SnapshotCollector(Collector):
                 age.add_metric(key, t["last_heartbeat_age"])
             for name, value in sorted((t.get("metrics") or {}).items()):
                 metric.add_metric([*key, name], float(value))
-        yield from (step, rate, age, attempt, metric)
+        yield from (step, rate, age, attempt, metric, gpu_busy, gpu_used, gpu_total)
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:

@@ -146,6 +146,7 @@ class Reconciler:
                 await asyncio.sleep(0)  # let NodeManager accounts asked for finish
             for task in state.tasks.values():
                 self._watch_container(task, now)
+            await state.gpus.reconcile()  # GPUs of registered tasks (am/gpus.py)
             self._judge_held(now)
             if not state.log_each:
                 self._log_summary()
@@ -486,10 +487,14 @@ class Reconciler:
         if info is None or info.state in PENDING_STATES:
             group = self.state.spec.group(task.role)
             gpus = f", {group.gpus} GPUs" if group.gpus else ""
+            # A node whose GPU discovery fails offers no GPUs (am/gpus.py).
+            trouble = self.state.gpus.trouble() if group.gpus else ""
             return (
                 f"{task.key} waiting for a container of {group.memory_mib} MiB, "
                 f"{group.vcores} vcores{gpus}; not granted after {waited:.0f} s "
-                "(the cluster may not have these resources free, or at all)"
+                "(the cluster may not have these resources free, or at all"
+                + (f"; GPUs fail on {trouble}" if trouble else "")
+                + ")"
             )
         return (
             f"{task.key} got container {info.yarn_container_id} on "

@@ -43,6 +43,7 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
                         f"carries the registration of {reg.task.role}:{reg.task.index}",
                     )
                 self.state.register(reg)
+                self.state.gpus.registered(reg)
             watcher = self.state.watch(
                 request.task.role,
                 request.task.index,
@@ -50,6 +51,7 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
                 request.known_generation,
                 known_credentials=request.known_credentials,
             )
+            self.state.gpus.watching(watcher)
         except TaskRejected as exc:
             await context.abort(getattr(grpc.StatusCode, exc.code), str(exc))
         try:
@@ -67,6 +69,7 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
                 request.task.role, request.task.index, request.attempt
             ),
         )
+        self.state.gpus.heartbeat(request)
         return pb.HeartbeatReply(generation=generation)
 
     async def ReportProgress(

@@ -29,6 +29,7 @@ from typing import Any
 from am import policy
 from am.attempts import Attempts
 from am.gang import Gang
+from am.gpus import GpuLedger
 from am.launcher import ContainerInfo, Launcher
 from am.model import (
     BIG_JOB_TASKS,
@@ -153,9 +154,8 @@ class JobState:
         # (A restart or a gang give-back puts every member back in.)
         self.unregistered: set[Task] = set(self.cluster_members)
         self._cluster_event: bytes | None = None
-        # Each member's address in the formed cluster: a replacement must
-        # come back at the same one (TensorFlow's coordinator cannot follow a
-        # moved worker).
+        # Each member's address in the formed cluster: a replacement must come back
+        # at the same one (TensorFlow's coordinator cannot follow a moved worker).
         self._formed: dict[Task, str] = {}
         self.relaunch: set[Task] = set()  # new attempts waiting to launch
         self.progress_at: float | None = None  # any task's step last changed
@@ -170,6 +170,7 @@ class JobState:
         # A restart not yet saved for a later master attempt.
         self.restarts_unsaved = False
         self.gang = Gang()  # gang allocation while the cluster forms (am/gang.py)
+        self.gpus = GpuLedger(self)  # each task's GPUs (am/gpus.py)
         self.publisher = Publisher(self, interval=publish_interval)
         self.reconciler = Reconciler(self)
         self.attempts = Attempts(self)  # ends and begins tasks' attempts

@@ -224,6 +224,7 @@ _COLUMNS = (
     "step",
     "steps/s",
     "metrics",
+    "gpus",
     "heartbeat",
     "exit",
     "logs",
@@ -235,6 +236,7 @@ _COLUMNS = (
 _CELL_CLASS = {
     "container": "id",
     "metrics": "wrap",
+    "gpus": "wrap",
     "logs": "wrap",
     "last event": "wrap",
 }
@@ -247,6 +249,20 @@ def _container_cell(container: str | None) -> str:
         return ""
     short = "…" + "_".join(container.split("_")[-2:])
     return f"<span title='{esc(container)}'>{esc(short)}</span>"
+
+
+def _gpus_cell(task: dict[str, Any]) -> str:
+    """Each GPU's index (its UUID as the tooltip) and nvidia-smi's figures."""
+    parts = []
+    for g in task.get("gpus") or []:
+        text = esc(g.get("index"))
+        if g.get("utilization") is not None:
+            text += f" {_number(g['utilization'])}% {_number(g.get('memory_used_mib', 0))} MiB"
+        parts.append(f"<span title='{esc(g.get('uuid'))}'>{text}</span>")
+    error = task.get("gpu_error")
+    if error:
+        parts.append(f"<span class='error'>nvidia-smi fails: {esc(error)}</span>")
+    return ", ".join(parts)
 
 
 def _task_table(
@@ -276,6 +292,7 @@ def _task_table(
             esc(t.get("step")),
             "" if rate is None else f"{rate:.2f}",
             esc(", ".join(f"{k}={_number(v)}" for k, v in sorted(metrics.items()))),
+            _gpus_cell(t),
             "" if age is None else f"{esc(age)} s ago",
             esc(t.get("exit_code")),
             logs,

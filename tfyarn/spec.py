@@ -352,7 +352,10 @@ class JobSpec:
     def docker_env(self, role: Role) -> dict[str, str]:
         """The variables that ask YARN to run ``role``'s tasks in Docker, or none."""
         return _docker.container_env(
-            self.docker_image_of(role), self.docker_mounts, self.docker_runtime
+            self.docker_image_of(role),
+            self.docker_mounts,
+            self.docker_runtime,
+            gpus=self.group(role).gpus or 0,
         )
 
     def count(self, role: Role) -> int:

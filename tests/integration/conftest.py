@@ -24,10 +24,11 @@ from typing import Any
 
 import pytest
 
-from tfyarn.cluster import ClusterSettings, LocalCluster, use_local_cluster
+from tfyarn.cluster import ClusterSettings, LocalCluster, _gpus, use_local_cluster
 
 # What a cluster started by the tests offers: enough for a 12-task job, and two
-# advertised GPUs so GPU scheduling can be tested on a CPU-only machine.
+# GPUs behind the stand-in nvidia-smi, discovered by YARN's GPU plugin, so GPU
+# scheduling and assignment can be tested on a CPU-only machine.
 TEST_SETTINGS = ClusterSettings(memory_mb=16384, vcores=16, gpus=2)
 # Where the tests' own cluster goes when a running one does not fit them.
 OWN_CLUSTER_PORT_OFFSET = 400
@@ -48,6 +49,11 @@ def _unfit(cluster: LocalCluster) -> str | None:
         return (
             f"it advertises {settings.gpus} GPUs, the tests need {TEST_SETTINGS.gpus}"
         )
+    if (
+        not _gpus.uses_plugin(settings)
+        or not (_gpus.gpu_dir(cluster.base_dir) / _gpus.EXECUTABLE).is_file()
+    ):
+        return "its GPUs are a bare count, not devices behind a stand-in nvidia-smi"
     nm = cluster.pids().get("nodemanager")
     try:
         environ = Path(f"/proc/{nm}/environ").read_bytes().split(b"\0")

@@ -81,3 +81,16 @@ def test_ignores_roles_with_no_tasks(script: str) -> None:
 def test_no_running_node_is_refused(script: str) -> None:
     with pytest.raises(SpecError, match="no running NodeManager"):
         check_fits(job(script, worker=1), {})
+
+
+def test_more_gpus_per_task_than_any_node_has_names_the_largest(script: str) -> None:
+    spec = JobSpec(script=script, tasks={Role.WORKER: TaskGroup(count=2, gpus=3)})
+    nodes = {"n1:8041": (8192, 8, 1), "n2:8041": (8192, 8, 2)}
+    labels: dict[str, set[str]] = {n: set() for n in nodes}
+    with pytest.raises(SpecError) as err:
+        check_fits(spec, nodes, labels=labels)  # as tfyarn submit checks
+    assert str(err.value) == (
+        "worker_gpus=3 is more than any node offers: the largest, n2:8041, has 2 "
+        "gpus in total, so YARN could never grant it; use worker_gpus=2 or less, "
+        "or add a node with GPUs"
+    )

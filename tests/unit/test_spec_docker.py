@@ -90,7 +90,12 @@ def test_per_role_images_and_yarns_variables(script: str) -> None:
         "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK": "host",
         "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS": "/data:/data:ro",
         "YARN_CONTAINER_RUNTIME_DOCKER_RUNTIME": "nvidia",
+        # NVIDIA's runtime as YARN's GPU plugin drives it: every device of
+        # the node, narrowed per task by the runtime (CUDA_VISIBLE_DEVICES).
+        "NVIDIA_VISIBLE_DEVICES": "all",
     }
+    # The ps asks for no GPU: none of the node's, whatever its image says.
+    assert spec.docker_env(Role.PS)["NVIDIA_VISIBLE_DEVICES"] == "void"
     app = to_skein(spec, am_source="/dev/null")
     worker, ps, chief = (app.services[r] for r in ("worker", "ps", "chief"))
     assert worker.env["YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"] == "local/tf-gpu:1"
@@ -192,3 +197,28 @@ def test_the_examples_config_makes_per_role_images(
     assert spec.docker_image_of(Role.WORKER).endswith("tfyarn-gpu:2.21")
     assert spec.group(Role.WORKER).gpus == 1
     assert spec.docker_env(Role.WORKER)[docker.MOUNTS].startswith("/etc/hadoop/conf")
+
+
+def test_dry_run_shows_how_each_task_gets_its_gpus(
+    script: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeYarn(nodes=[(8192, 8, 2)])
+    monkeypatch.setattr(connection, "connect", lambda: fake)
+    argv = ["submit", "--dry_run", "--num_ps", "1", "--num_worker", "2"]
+    argv += ["--worker_gpus", "1", "--docker_image", "local/gpu:1"]
+    argv += ["--docker_runtime", "nvidia"]
+    assert main([*argv, script]) == 0
+    out = capsys.readouterr().out
+    assert fake.submitted == []
+    request = out[out.index("# YARN request") :].replace("\n# ", "\n")
+    worker = request[request.index("\nworker:") : request.index("\nEach task")]
+    ps = request[request.index("\nps:") : request.index("\nworker:")]
+    # NVIDIA's runtime gets the node's devices for a GPU task, none for a ps.
+    assert "NVIDIA_VISIBLE_DEVICES=all" in worker
+    assert "NVIDIA_VISIBLE_DEVICES=void" in ps
+    gpus = request[request.index("GPUs (CUDA_VISIBLE_DEVICES") :]
+    assert 'ps:0: none (CUDA_VISIBLE_DEVICES="")' in gpus
+    assert "worker:0, worker:1: 1 each, named by index and UUID" in gpus
+    # Without --docker_runtime nvidia, YARN's own plugin sets the variable.
+    assert main([*argv[:-2], script]) == 0
+    assert "NVIDIA_VISIBLE_DEVICES=" not in capsys.readouterr().out

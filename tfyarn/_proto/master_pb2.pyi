@@ -16,20 +16,22 @@ class TaskKey(_message.Message):
     def __init__(self, role: _Optional[str] = ..., index: _Optional[int] = ...) -> None: ...
 
 class RegisterTaskRequest(_message.Message):
-    __slots__ = ("task", "attempt", "host", "port", "container_id", "yarn_container_id")
+    __slots__ = ("task", "attempt", "host", "port", "container_id", "yarn_container_id", "nvidia_visible_devices")
     TASK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
     YARN_CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
+    NVIDIA_VISIBLE_DEVICES_FIELD_NUMBER: _ClassVar[int]
     task: TaskKey
     attempt: int
     host: str
     port: int
     container_id: str
     yarn_container_id: str
-    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., container_id: _Optional[str] = ..., yarn_container_id: _Optional[str] = ...) -> None: ...
+    nvidia_visible_devices: str
+    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., container_id: _Optional[str] = ..., yarn_container_id: _Optional[str] = ..., nvidia_visible_devices: _Optional[str] = ...) -> None: ...
 
 class WatchClusterRequest(_message.Message):
     __slots__ = ("task", "attempt", "known_generation", "register", "known_credentials")
@@ -92,23 +94,67 @@ class Credentials(_message.Message):
     ends: float
     def __init__(self, tokens: _Optional[bytes] = ..., version: _Optional[int] = ..., ends: _Optional[float] = ...) -> None: ...
 
+class Gpu(_message.Message):
+    __slots__ = ("index", "uuid", "minor")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    UUID_FIELD_NUMBER: _ClassVar[int]
+    MINOR_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    uuid: str
+    minor: int
+    def __init__(self, index: _Optional[int] = ..., uuid: _Optional[str] = ..., minor: _Optional[int] = ...) -> None: ...
+
+class Devices(_message.Message):
+    __slots__ = ("gpus", "source", "cuda_visible_devices", "pci_bus_order", "note")
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CUDA_VISIBLE_DEVICES_FIELD_NUMBER: _ClassVar[int]
+    PCI_BUS_ORDER_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    gpus: _containers.RepeatedCompositeFieldContainer[Gpu]
+    source: str
+    cuda_visible_devices: str
+    pci_bus_order: bool
+    note: str
+    def __init__(self, gpus: _Optional[_Iterable[_Union[Gpu, _Mapping]]] = ..., source: _Optional[str] = ..., cuda_visible_devices: _Optional[str] = ..., pci_bus_order: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...
+
 class ClusterEvent(_message.Message):
-    __slots__ = ("cluster_spec", "stop", "credentials")
+    __slots__ = ("cluster_spec", "stop", "credentials", "devices")
     CLUSTER_SPEC_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
     cluster_spec: ClusterSpec
     stop: Stop
     credentials: Credentials
-    def __init__(self, cluster_spec: _Optional[_Union[ClusterSpec, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ..., credentials: _Optional[_Union[Credentials, _Mapping]] = ...) -> None: ...
+    devices: Devices
+    def __init__(self, cluster_spec: _Optional[_Union[ClusterSpec, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ..., credentials: _Optional[_Union[Credentials, _Mapping]] = ..., devices: _Optional[_Union[Devices, _Mapping]] = ...) -> None: ...
+
+class GpuReading(_message.Message):
+    __slots__ = ("index", "uuid", "utilization", "memory_used_mib", "memory_total_mib")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    UUID_FIELD_NUMBER: _ClassVar[int]
+    UTILIZATION_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_USED_MIB_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TOTAL_MIB_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    uuid: str
+    utilization: float
+    memory_used_mib: float
+    memory_total_mib: float
+    def __init__(self, index: _Optional[int] = ..., uuid: _Optional[str] = ..., utilization: _Optional[float] = ..., memory_used_mib: _Optional[float] = ..., memory_total_mib: _Optional[float] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
-    __slots__ = ("task", "attempt")
+    __slots__ = ("task", "attempt", "gpus", "gpu_error")
     TASK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_ERROR_FIELD_NUMBER: _ClassVar[int]
     task: TaskKey
     attempt: int
-    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ...) -> None: ...
+    gpus: _containers.RepeatedCompositeFieldContainer[GpuReading]
+    gpu_error: str
+    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., gpus: _Optional[_Iterable[_Union[GpuReading, _Mapping]]] = ..., gpu_error: _Optional[str] = ...) -> None: ...
 
 class HeartbeatReply(_message.Message):
     __slots__ = ("generation",)

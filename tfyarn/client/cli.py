@@ -436,7 +436,7 @@ def _status(ns: argparse.Namespace) -> int:
             print("containers:   " + narrator.format_counts(counts))
         print()
         print(narrator.task_table(m))
-        for line in narrator.restart_lines(m):
+        for line in [*narrator.gpu_lines(m), *narrator.restart_lines(m)]:
             print(line)
     return 0
 

@@ -152,6 +152,31 @@ def task_table(status: JobStatus, *, now: float | None = None) -> str:
     )
 
 
+def gpu_lines(status: JobStatus) -> list[str]:
+    """Each task's GPUs (index and UUID), who chose them, nvidia-smi's figures."""
+    lines = []
+    for t in status.tasks:
+        if not t.gpus and not t.gpu_error:
+            continue
+        shown = []
+        for g in t.gpus:
+            text = f"{g.get('index')} {g.get('uuid') or ''}".strip()
+            if g.get("utilization") is not None:
+                text += (
+                    f" ({g['utilization']:.0f}% busy, "
+                    f"{g.get('memory_used_mib', 0):.0f}/"
+                    f"{g.get('memory_total_mib', 0):.0f} MiB)"
+                )
+            shown.append(text)
+        line = f"  {t.task}: " + ("; ".join(shown) or "none")
+        if t.gpu_source:
+            line += f" [{t.gpu_source}]"
+        if t.gpu_error:
+            line += f"; nvidia-smi fails: {t.gpu_error}"
+        lines.append(line)
+    return ["gpus:", *lines] if lines else []
+
+
 def restart_lines(status: JobStatus) -> list[str]:
     """Why the job restarted, and per task why each earlier attempt ended."""
     lines = []

@@ -32,7 +32,30 @@ def render(spec: JobSpec, app: Any) -> str:
         + ", ".join(_PER_TASK)
         + " from the master when it starts the task."
     )
+    lines += _gpu_lines(spec)
     return "\n".join(lines) + "\n"
+
+
+def _gpu_lines(spec: JobSpec) -> list[str]:
+    """Which GPUs each task's script will see (known per task only once YARN
+    placed it: the master names them when the task registers)."""
+    roles = [r for r in Role if spec.count(r)]
+    if not any(spec.group(r).gpus for r in roles):
+        return []
+    out = ["GPUs (CUDA_VISIBLE_DEVICES in each script's environment):"]
+    for role in roles:
+        n = spec.group(role).gpus or 0
+        tasks = ", ".join(f"{role.value}:{i}" for i in range(spec.count(role)))
+        if not n:
+            out.append(f'  {tasks}: none (CUDA_VISIBLE_DEVICES="")')
+            continue
+        out.append(
+            f"  {tasks}: {n} each, named by index and UUID when the task "
+            "registers: those YARN assigned to its container (Docker's "
+            "NVIDIA_VISIBLE_DEVICES or the NodeManager's), else free ones of its "
+            "node chosen by the master, disjoint within the job"
+        )
+    return out
 
 
 def _container(name: str, part: Any, *, count: int | None, note: str) -> list[str]:

@@ -34,7 +34,9 @@ def daemon_env(
     # first, so `python3` in a container is the interpreter running tfyarn.
     python_bin = str(Path(sys.executable).parent)
     path = [p for p in env.get("PATH", "").split(os.pathsep) if p]
-    env["PATH"] = os.pathsep.join([python_bin, str(base_dir / "bin"), *path])
+    # ... and its node's stand-in nvidia-smi (``--gpus``), as on a GPU node.
+    gpu_bin = str(base_dir / "gpu")
+    env["PATH"] = os.pathsep.join([python_bin, str(base_dir / "bin"), gpu_bin, *path])
     env["JAVA_HOME"] = str(java_home)
     env["HADOOP_CONF_DIR"] = str(base_dir / "conf")
     # Passed on to containers (yarn.nodemanager.env-whitelist): the JVMs in
@@ -51,7 +53,9 @@ def host_env(
     # A plain environment, as on a real node: nothing from the client's shell,
     # so containers do not find the client's virtualenv on PATH.
     env = {
-        "PATH": os.pathsep.join([str(base_dir / "bin"), PLAIN_PATH]),
+        "PATH": os.pathsep.join(
+            [str(base_dir / "bin"), str(conf_dir.parent / "gpu"), PLAIN_PATH]
+        ),
         "HOME": os.environ.get("HOME", "/root"),
         "LANG": "C.UTF-8",
         "JAVA_HOME": str(java_home),

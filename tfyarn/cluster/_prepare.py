@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tfyarn.cluster import _lce, _netns, _render
+from tfyarn.cluster import _gpus, _lce, _netns, _render
 from tfyarn.cluster._secure import SecureCluster
 from tfyarn.cluster._secure_conf import merge_properties
 from tfyarn.cluster._settings import ClusterSettings
@@ -68,6 +68,7 @@ def write_config(
     """The cluster's configuration: the client's and the daemons' in
     ``base_dir/conf``, and with hosts (``lay``) one more per host."""
     conf_dir = base_dir / "conf"
+    write_gpu_standins(base_dir, settings, lay)
     if lay is None:
         _render.write_config(settings, base_dir=base_dir, lib_dir=lib_dir)
         if settings.secure:
@@ -98,6 +99,19 @@ def write_config(
             node_address=h.address,
             node_dir=host_dir(base_dir, h),
         )
+
+
+def write_gpu_standins(
+    base_dir: Path, settings: ClusterSettings, lay: _netns.Layout | None
+) -> None:
+    """Each node's stand-in ``nvidia-smi`` (``--gpus``), which YARN's GPU
+    plugin runs to discover the node's devices."""
+    if not _gpus.uses_plugin(settings):
+        return
+    nodes = [("local", base_dir)] if lay is None else []
+    nodes += [(h.name, host_dir(base_dir, h)) for h in (lay.hosts if lay else [])]
+    for name, node_dir in nodes:
+        _gpus.write_standin(node_dir, name, settings.gpus, seed=str(base_dir))
 
 
 def _use_container_executor(base_dir: Path, executor: Path, lib_dir: Path) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tfyarn import _paths
-from tfyarn.cluster import _ha, _scheduler
+from tfyarn.cluster import _gpus, _ha, _scheduler
 from tfyarn.cluster._settings import ClusterSettings
 from tfyarn.contract import local_cluster
 from tfyarn.errors import ClusterError
@@ -104,6 +104,7 @@ def template_values(
         settings, master_address, rm_state_store(base_dir)
     )
     values["nm_recovery_dir"] = nm_recovery_dir(node_dir or base_dir)
+    values["gpu_properties"] = _gpus.yarn_properties(settings, node_dir or base_dir)
     values.update(settings.resolved_ports())
     return values
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from tfyarn.cluster import _netns, _probe
-from tfyarn.cluster._process import DAEMONS, HA_DAEMONS, Daemon
+from tfyarn.cluster import _gpus, _netns, _probe
+from tfyarn.cluster._process import DAEMONS, HA_DAEMONS, Daemon, log_file
 from tfyarn.cluster._secure import KerberosStatus
 from tfyarn.cluster._settings import ClusterSettings
 
@@ -54,6 +54,9 @@ class HostStatus:
     vcores: int
     gpus: int
     labels: tuple[str, ...]
+    # The host's GPU discovery (``--gpus``): its nvidia-smi's answer, and the
+    # NodeManager's words when it fails; "" without GPUs.
+    gpu_discovery: str = ""
 
 
 def host_statuses(
@@ -61,9 +64,12 @@ def host_statuses(
     lay: _netns.Layout | None,
     pids: dict[str, int | None],
     nodes: list[_probe.NodeReport] | None,
+    *,
+    base_dir: Path | None = None,
 ) -> list[HostStatus]:
     """Every worker host (the one loopback node, or each namespace host) with
-    its daemons' pids and what the ResourceManager reports of it."""
+    its daemons' pids and what the ResourceManager reports of it (and, given
+    ``base_dir``, how its GPU discovery fares)."""
     by_host = {n.host: n for n in nodes or []}
     hosts: list[tuple[tuple[str, str, str, str | None], str, bool]]
     if not settings.multihost or lay is None:
@@ -96,9 +102,19 @@ def host_statuses(
                 vcores=report.vcores if report else 0,
                 gpus=report.gpus if report else 0,
                 labels=report.labels if report else (),
+                gpu_discovery=_gpu_discovery(settings, base_dir, name, suffix),
             )
         )
     return out
+
+
+def _gpu_discovery(
+    settings: ClusterSettings, base_dir: Path | None, name: str, suffix: str
+) -> str:
+    if base_dir is None or not _gpus.uses_plugin(settings):
+        return ""
+    node_dir = base_dir if not suffix else base_dir / "nodes" / name
+    return _gpus.discovery_status(node_dir, log_file(base_dir, "nodemanager" + suffix))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,6 +171,8 @@ class ClusterStatus:
                 f"NodeManager {h.state or 'unknown'}{cut}, {h.memory_mb} MiB, "
                 f"{h.vcores} vcores, {h.gpus} GPUs, labels {labels}"
             )
+            if h.gpu_discovery:
+                lines.append(f"    GPU discovery: {h.gpu_discovery}")
         if self.nodes:
             for node in self.nodes:
                 lines.append(

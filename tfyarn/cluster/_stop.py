@@ -12,7 +12,7 @@ from tfyarn.cluster._settings import SETTINGS_FILE, ClusterSettings
 from tfyarn.cluster._status import Instance
 
 # What ``--wipe`` deletes under the base dir (the lock and pid-less rest stay).
-WIPED = ("data", "logs", "tmp", "conf", "bin", "run", "nodes", "kerberos")
+WIPED = ("data", "logs", "tmp", "conf", "bin", "gpu", "run", "nodes", "kerberos")
 
 
 def stop(

@@ -96,7 +96,8 @@ def add_commands(subparsers: Any) -> None:
     start.add_argument(
         "--gpus",
         type=int,
-        help="count of yarn.io/gpu the NodeManager advertises; no real GPUs (0)",
+        help="GPUs per node, behind a stand-in nvidia-smi that YARN's GPU plugin "
+        "discovers; no real GPUs (0)",
     )
     add_option(
         start, "--port_offset", type=int, help="add this to every default port (0)"

@@ -187,7 +187,9 @@ class LocalCluster:
             nodes=nodes,
             hdfs=hdfs,
             web_uis=self.web_uis(settings),
-            hosts=host_statuses(settings, self.layout(), pids, nodes),
+            hosts=host_statuses(
+                settings, self.layout(), pids, nodes, base_dir=self.base_dir
+            ),
             kerberos=self.secure(settings).status() if settings.secure else None,
             ha=ha,
         )

@@ -19,6 +19,11 @@ IMAGE = "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
 NETWORK = "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"
 MOUNTS = "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"  # src:dst:mode,src:dst:mode
 DOCKER_RUNTIME = "YARN_CONTAINER_RUNTIME_DOCKER_RUNTIME"  # e.g. nvidia
+# Which GPUs NVIDIA's Docker runtime puts in a container: YARN's GPU plugin
+# (NvidiaDockerV2CommandPlugin) sets it to the assigned devices' indices;
+# "all" every device of the node, "void" none and no driver either.
+NVIDIA_VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
+NVIDIA_RUNTIME = "nvidia"
 
 # TensorFlow's servers and the master talk on the node's own addresses and
 # ports, so a task must share the host's network namespace.
@@ -101,12 +106,18 @@ def runtime_problem(name: str) -> str | None:
 
 
 def container_env(
-    image: str, mounts: Sequence[str] = (), runtime: str = ""
+    image: str, mounts: Sequence[str] = (), runtime: str = "", *, gpus: int = 0
 ) -> dict[str, str]:
     """The launch environment that asks YARN to run a container in ``image``.
 
     ``mounts`` are already normalized (:func:`parse_mount`); an empty
-    ``image`` means no Docker at all (an empty dict).
+    ``image`` means no Docker at all (an empty dict). With NVIDIA's runtime
+    (``--docker_runtime nvidia``, on clusters without YARN's GPU plugin for
+    Docker), the container asks for GPUs as YARN's plugin passes them, in
+    ``NVIDIA_VISIBLE_DEVICES``: a task with ``gpus`` gets ``all`` (its node is
+    not known when the container is asked for; the master then names its
+    devices and the runtime narrows them with ``CUDA_VISIBLE_DEVICES``), one
+    without gets ``void`` (a CUDA image's own ``all`` would show it every GPU).
     """
     if not image:
         return {}
@@ -115,4 +126,6 @@ def container_env(
         env[MOUNTS] = ",".join(mounts)
     if runtime:
         env[DOCKER_RUNTIME] = runtime
+    if runtime == NVIDIA_RUNTIME:
+        env[NVIDIA_VISIBLE_DEVICES] = "all" if gpus else "void"
     return env

@@ -103,6 +103,13 @@ class TaskStatus:
     # fault of the job ("preempted", "released", "disks failed", ...), until
     # its next attempt registers; "" otherwise (see :meth:`shown_state`).
     disruption: str = ""
+    # The task's GPUs (am/gpus.py), each {"index", "uuid", "minor"} plus, once
+    # its runtime reported them (nvidia-smi), "utilization" (percent),
+    # "memory_used_mib" and "memory_total_mib"; who chose them ("yarn",
+    # "docker" or "master"); why nvidia-smi failed on its node ("" if not).
+    gpus: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    gpu_source: str = ""
+    gpu_error: str = ""
 
     def shown_state(self) -> str:
         """The state as a reader should see it: a taken-back attempt reads
@@ -200,8 +207,9 @@ class JobSummary:
 
     ``digest`` changes whenever anything a narrator says changes (phase,
     generation, restarts, disruptions, formation, diagnostics, any task's
-    state, attempt, address, container or disruption): a reader with the same digest needs no new
-    snapshot. Steps are outside it, and here instead (the lead's).
+    state, attempt, address, container, disruption, GPUs or nvidia-smi
+    failure): a reader with the same digest needs no new snapshot. Steps are
+    outside it, and here instead (the lead's).
     """
 
     phase: Phase
@@ -250,6 +258,8 @@ class JobSummary:
                 t.get("yarn_container_id"),
                 t.get("exit_code"),
                 t.get("disruption") or "",
+                [g.get("index") for g in t.get("gpus") or []],
+                t.get("gpu_error") or "",
             )
             for t in tasks
         ]

@@ -67,6 +67,7 @@ def spawn_env(
     ctx: TaskContext,
     *,
     tmpdir: Path | None = None,
+    gpus: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The script's environment as far as it is known before formation.
 
@@ -75,7 +76,9 @@ def spawn_env(
     task's index and attempt are there from the start too (a declared
     container's env lacks them): tools that find a task's script by its
     ``/proc/<pid>/environ`` see them. ``TMPDIR`` is ``tmpdir`` (see
-    :data:`TMP_DIR`), unless the job's ``--env`` sets it.
+    :data:`TMP_DIR`), unless the job's ``--env`` sets it. ``gpus``: the
+    task's CUDA variables (:func:`tfyarn.runtime.gpus.script_env`), there
+    before CUDA loads.
     """
     env = dict(base_env)
     if tmpdir is not None and "TMPDIR" not in ctx.spec.env:
@@ -92,6 +95,7 @@ def spawn_env(
         }
     )
     env.update(hdfs_plugin_env(env))
+    env.update(gpus or {})
     return env
 
 

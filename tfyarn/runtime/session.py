@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from tfyarn._proto import master_pb2 as pb
@@ -47,6 +48,11 @@ class MasterSession:
         self.client: MasterClient | None = None  # once the address is known (start)
         self.cluster_ready = threading.Event()
         self.cluster: pb.ClusterSpec | None = None
+        # The task's GPUs, from the master (tfyarn/runtime/gpus.py), and what
+        # each heartbeat reports of them once the script runs.
+        self.devices: pb.Devices | None = None
+        self.devices_ready = threading.Event()
+        self.gpu_reader: Callable[[], tuple[list[pb.GpuReading], str]] | None = None
         self.reached_master = threading.Event()  # any call answered
         self.done = threading.Event()
         self.registration: pb.RegisterTaskRequest | None = None
@@ -57,9 +63,10 @@ class MasterSession:
             timeouts.master_lost_min, 3 * self.spec.heartbeat_timeout
         )
 
-    def start(self, port: int) -> None:
+    def start(self, port: int, *, nvidia_visible_devices: str = "") -> None:
         """Register (riding on the WatchCluster call: one RPC per task) and
-        start heartbeating. ``ctx.master_address`` must be known by now."""
+        start heartbeating. ``ctx.master_address`` must be known by now;
+        ``nvidia_visible_devices``: the container's, for the master."""
         self.client = MasterClient(self.ctx.master_address, self.credentials)
         self.registration = pb.RegisterTaskRequest(
             task=self.ctx.task_key(),
@@ -68,6 +75,7 @@ class MasterSession:
             port=port,
             container_id=self.ctx.container_id,
             yarn_container_id=self.ctx.yarn_container_id,
+            nvidia_visible_devices=nvidia_visible_devices,
         )
         threading.Thread(target=self._watch, name="watch", daemon=True).start()
         threading.Thread(target=self._heartbeat, name="heartbeat", daemon=True).start()
@@ -94,6 +102,24 @@ class MasterSession:
         self.stop.set(
             f"the cluster did not form within {timeout:.0f} s "
             "of this task registering (other tasks never registered)",
+            0,
+        )
+        return False
+
+    def wait_for_devices(self) -> bool:
+        """Wait for the task's GPUs (bounded as the cluster is); False if told
+        to stop first."""
+        timeout = self.spec.registration_timeout
+        deadline = time.monotonic() + timeout + self.timeouts.formation_slack
+        while time.monotonic() < deadline:
+            if self.stop.event.is_set():
+                log.warning("stopping before the GPUs were known: %s", self.stop.reason)
+                return False
+            if self.devices_ready.wait(0.2):
+                return True
+        self.stop.set(
+            f"the master named no GPUs for this task within {timeout:.0f} s "
+            "of it registering",
             0,
         )
         return False
@@ -152,6 +178,9 @@ class MasterSession:
                         self._on_credentials(event.credentials)
                     elif event.HasField("cluster_spec"):
                         self._on_cluster(event.cluster_spec)
+                    elif event.HasField("devices"):
+                        self.devices = event.devices
+                        self.devices_ready.set()
                     elif event.HasField("stop"):
                         self.stop.set(
                             event.stop.reason,
@@ -213,6 +242,16 @@ class MasterSession:
         )
         last_ok = time.monotonic()
         while not self.done.wait(interval):
+            if self.gpu_reader is not None:
+                gpus, error = self.gpu_reader()
+                request = pb.HeartbeatRequest(
+                    task=self.ctx.task_key(),
+                    attempt=self.ctx.attempt,
+                    gpus=gpus,
+                    gpu_error=error,
+                )
+                if self.done.is_set():  # closed while nvidia-smi answered
+                    return
             try:
                 client.heartbeat(request, timeout=max(interval, 5.0))
                 last_ok = time.monotonic()

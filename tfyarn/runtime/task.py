@@ -22,6 +22,7 @@ from tfyarn.contract import clusterspec as _clusterspec
 from tfyarn.errors import MasterUnavailableError
 from tfyarn.runtime import child as _child
 from tfyarn.runtime import discover, prelude
+from tfyarn.runtime import gpus as _gpus
 from tfyarn.runtime.context import TaskContext
 from tfyarn.runtime.ports import reserve_task_port, reserved_port
 from tfyarn.runtime.session import MasterSession
@@ -96,13 +97,22 @@ class Runtime:
             port,
         )
         # Import TensorFlow (several CPU-seconds) while the cluster forms,
-        # not after: the script's interpreter starts now and waits for it.
+        # not after: the script's interpreter starts now and waits for it. A
+        # task with GPUs first learns which (CUDA reads CUDA_VISIBLE_DEVICES
+        # once, when it loads), right after registering.
         script = self.workdir / self.spec.script_name
-        if self.spec.preimport and script.is_file():
+        prestart = bool(self.spec.preimport) and script.is_file()
+        if prestart and not self.wanted_gpus:
             self.prestarted = self._prestart(script, port)
         if not self.ctx.master_address and not self._find_master():
             return self._end_without_script()
-        self.session.start(port)
+        visible = self.base_env.get(_gpus.NVIDIA_VISIBLE, "")
+        self.session.start(port, nvidia_visible_devices=visible)
+        if self.wanted_gpus:
+            if not self._learn_gpus():
+                return self._end_without_script()
+            if prestart:
+                self.prestarted = self._prestart(script, port)
         if not self.session.wait_for_cluster():
             return self._end_without_script()
         code = self._run_script(port)
@@ -115,6 +125,22 @@ class Runtime:
             # stream before the report's reply, so this wait is short.
             self.stop.event.wait(self.timeouts.in_place_wait)
         return code if code >= 0 else 128 - code
+
+    @property
+    def wanted_gpus(self) -> int:
+        """How many GPUs the task's role asks for."""
+        return self.spec.group(self.ctx.role).gpus or 0
+
+    def _learn_gpus(self) -> bool:
+        """Wait for the task's devices; heartbeats report them from now on."""
+        if not self.session.wait_for_devices():
+            return False
+        devices = self.session.devices
+        assert devices is not None
+        log.info("%s uses %s", self.ctx.key, _gpus.describe(devices))
+        path = self.base_env.get("PATH")
+        self.session.gpu_reader = lambda: _gpus.read(devices, path=path)
+        return True
 
     def _restart_in_place(self, attempt: int) -> None:
         """Go on as ``attempt`` in this container, keeping the reserved port."""
@@ -218,7 +244,15 @@ class Runtime:
         return child
 
     def _spawn_env(self, port: int) -> dict[str, str]:
-        return prelude.spawn_env(self.base_env, port, self.ctx, tmpdir=self.tmpdir)
+        gpus = _gpus.script_env(
+            self.base_env,
+            self.wanted_gpus,
+            self.session.devices,
+            task=self.ctx.key,
+        )
+        return prelude.spawn_env(
+            self.base_env, port, self.ctx, tmpdir=self.tmpdir, gpus=gpus
+        )
 
     def _discard_prestarted(self) -> None:
         child, self.prestarted = self.prestarted, None
