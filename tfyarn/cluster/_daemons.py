@@ -68,8 +68,11 @@ def format_namenode_if_needed(
     java_home: Path,
     module_flags: tuple[str, ...],
     log: Callable[[str], None],
+    *,
+    hadoop_version: str,
 ) -> None:
-    """Format HDFS on the cluster's first start; later starts keep its data.
+    """Format HDFS on the cluster's first start (with ``hadoop_version``'s
+    NameNode); later starts keep its data.
 
     Raises
     ------
@@ -87,7 +90,7 @@ def format_namenode_if_needed(
         "org.apache.hadoop.hdfs.server.namenode.NameNode",
         java_home=java_home,
         base_dir=base_dir,
-        classpath=_hadoop.daemon_classpath(base_dir / "conf"),
+        classpath=_hadoop.daemon_classpath(base_dir / "conf", hadoop_version),
         heap="256m",
         module_flags=module_flags,
         log_name="namenode-format",

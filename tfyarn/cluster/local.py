@@ -26,6 +26,7 @@ from tfyarn.cluster import (
     _ready,
     _render,
     _restarts,
+    _versions,
 )
 from tfyarn.cluster._secure import SecureCluster, namenode_web, secure_ports
 from tfyarn.cluster._settings import (
@@ -41,6 +42,7 @@ from tfyarn.cluster._status import (
     Instance,
     host_statuses,
     instances,
+    jdk_description,
 )
 from tfyarn.errors import ClusterError
 
@@ -176,6 +178,7 @@ class LocalCluster:
             web_uis=self.web_uis(settings),
             hosts=host_statuses(settings, self.layout(), pids, nodes),
             kerberos=self.secure(settings).status() if settings.secure else None,
+            jdk=jdk_description(pids),
         )
 
     def web_uis(self, settings: ClusterSettings | None = None) -> dict[str, str]:
@@ -316,11 +319,12 @@ class LocalCluster:
             _netns.check_can_make_hosts()  # before anything is made
 
         _prepare.check_base_dir(self.base_dir)
+        _versions.check_switch(self.base_dir, saved, settings.hadoop_version)
         java_home = _hadoop.find_java_home()
         module_flags = _hadoop.java_module_flags(java_home)
         if secure:  # daemons, CLIs and (JDK_JAVA_OPTIONS) containers' JVMs
             module_flags = (*module_flags, *secure.java_flags())
-        lib_dir = _hadoop.fetch_hadoop(log=log)
+        lib_dir = _hadoop.prepare(settings.hadoop_version, java_home, log=log)
         for sub in ("logs", "run", "data", "tmp"):
             (self.base_dir / sub).mkdir(parents=True, exist_ok=True)
 
@@ -361,7 +365,11 @@ class LocalCluster:
                     _process.check_ports_free(inst.daemon, ports, master)
             if pids["namenode"] is None:
                 _daemons.format_namenode_if_needed(
-                    self.base_dir, java_home, module_flags, log
+                    self.base_dir,
+                    java_home,
+                    module_flags,
+                    log,
+                    hadoop_version=settings.hadoop_version,
                 )
             if pids["resourcemanager"] is None:
                 # Labels come from this start's settings, never an old store.
@@ -403,7 +411,7 @@ class LocalCluster:
             inst.daemon.main_class,
             java_home=java_home,
             base_dir=self.base_dir,
-            classpath=_hadoop.daemon_classpath(conf),
+            classpath=_hadoop.daemon_classpath(conf, self.settings().hadoop_version),
             heap=inst.daemon.heap,
             module_flags=module_flags,
             log_name=inst.key,
