@@ -65,6 +65,7 @@ TIERS = (
             INTEGRATION,
             f"--ignore={INTEGRATION}/multihost",
             f"--ignore={INTEGRATION}/secure",
+            f"--ignore={INTEGRATION}/versions",
             *(f"--ignore={path}" for path in RECOVERY),
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
@@ -88,10 +89,15 @@ TIERS = (
         (f"{INTEGRATION}/multihost",),
         "three hosts in network namespaces: failures, --python_env, queues",
     ),
+    Tier(
+        "versions",
+        (f"{INTEGRATION}/versions",),
+        "other Hadoop lines (3.1.1, 3.3.6): jobs, logs, HDFS, kill, a replaced task",
+    ),
 )
 # Three lanes on two cores: each tier's cluster waits on YARN more than it
 # computes, and the lanes take about as long as each other.
-LANES = (("plain",), ("unit", "secure", "multihost"), ("recovery",))
+LANES = (("plain",), ("unit", "secure", "multihost", "versions"), ("recovery",))
 # No tier may keep CI waiting past this: it is stopped and counted failed.
 TIER_DEADLINE_S = 45 * 60
 # Time pytest gets after SIGINT to stop its clusters before it is killed.
