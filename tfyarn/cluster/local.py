@@ -308,6 +308,8 @@ class LocalCluster:
                 f"settings ({describe_settings(saved)}) than asked for ({describe_settings(settings)}). "
                 "Run `tfyarn cluster stop` first to change them."
             )
+        # Before anything starts (the KDC of a secure cluster included).
+        _versions.check_switch(self.base_dir, saved, settings.hadoop_version)
         secure = self.secure(settings) if settings.secure else None
         kdc_was_up = secure is None or secure.kdc.pid() is not None
         if secure:  # the KDC first: every secure JVM logs in as it starts
@@ -319,7 +321,6 @@ class LocalCluster:
             _netns.check_can_make_hosts()  # before anything is made
 
         _prepare.check_base_dir(self.base_dir)
-        _versions.check_switch(self.base_dir, saved, settings.hadoop_version)
         java_home = _hadoop.find_java_home()
         module_flags = _hadoop.java_module_flags(java_home)
         if secure:  # daemons, CLIs and (JDK_JAVA_OPTIONS) containers' JVMs
