@@ -67,6 +67,7 @@ TIERS = (
             f"--ignore={INTEGRATION}/secure",
             f"--ignore={INTEGRATION}/ha",
             f"--ignore={INTEGRATION}/ha_secure",
+            f"--ignore={INTEGRATION}/versions",
             *(f"--ignore={path}" for path in RECOVERY),
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
@@ -100,6 +101,11 @@ TIERS = (
         (f"{INTEGRATION}/multihost",),
         "three hosts in network namespaces: failures, --python_env, queues",
     ),
+    Tier(
+        "versions",
+        (f"{INTEGRATION}/versions",),
+        "other Hadoop lines (3.1.1, 3.3.6): jobs, logs, HDFS, kill, a replaced task",
+    ),
 )
 # Four lanes on two cores: each tier's cluster waits on YARN more than it
 # computes, and no lane takes longer than the plain tier.
@@ -107,7 +113,7 @@ LANES = (
     ("plain",),
     ("unit", "secure", "multihost"),
     ("recovery",),
-    ("ha", "ha_secure"),
+    ("ha", "ha_secure", "versions"),
 )
 # No tier may keep CI waiting past this: it is stopped and counted failed.
 TIER_DEADLINE_S = 45 * 60

@@ -74,9 +74,11 @@ def format_namenode_if_needed(
     module_flags: tuple[str, ...],
     log: Callable[[str], None],
     *,
+    hadoop_version: str,
     ha: bool = False,
 ) -> None:
-    """Format HDFS on the cluster's first start; later starts keep its data.
+    """Format HDFS on the cluster's first start (with ``hadoop_version``'s
+    NameNode); later starts keep its data.
 
     With ``ha`` the JournalNode must be up: formatting ``nn1`` formats the
     journal too, and ``nn2`` starts from a copy of ``nn1``'s fresh image (what
@@ -102,6 +104,7 @@ def format_namenode_if_needed(
             base_dir=base_dir,
             java_home=java_home,
             module_flags=module_flags,
+            hadoop_version=hadoop_version,
             what="formatting the NameNode",
         )
         if not (name_dir / "current" / "VERSION").is_file():
@@ -116,7 +119,11 @@ def format_namenode_if_needed(
 
 
 def format_failover_state(
-    base_dir: Path, java_home: Path, module_flags: tuple[str, ...]
+    base_dir: Path,
+    java_home: Path,
+    module_flags: tuple[str, ...],
+    *,
+    hadoop_version: str,
 ) -> None:
     """Create the failover controllers' znode in a fresh ZooKeeper
     (``hdfs zkfc -formatZK``)."""
@@ -127,6 +134,7 @@ def format_failover_state(
         base_dir=base_dir,
         java_home=java_home,
         module_flags=module_flags,
+        hadoop_version=hadoop_version,
         what="formatting the failover controllers' state in ZooKeeper",
     )
 
@@ -143,9 +151,10 @@ def run_once(
     base_dir: Path,
     java_home: Path,
     module_flags: tuple[str, ...],
+    hadoop_version: str,
     what: str,
 ) -> None:
-    """Run a Hadoop command to its end on the cluster's classpath.
+    """Run a Hadoop command to its end on the classpath of ``hadoop_version``.
 
     Raises
     ------
@@ -156,7 +165,7 @@ def run_once(
         main_class,
         java_home=java_home,
         base_dir=base_dir,
-        classpath=_hadoop.daemon_classpath(base_dir / "conf"),
+        classpath=_hadoop.daemon_classpath(base_dir / "conf", hadoop_version),
         heap="256m",
         module_flags=module_flags,
         log_name=log_name,

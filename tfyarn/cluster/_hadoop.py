@@ -14,6 +14,8 @@ import zipfile
 from pathlib import Path
 
 from tfyarn import _paths
+from tfyarn.cluster import _versions
+from tfyarn.cluster._versions import DEFAULT_VERSION
 from tfyarn.errors import ClusterError
 
 # Flags the Hadoop scripts add on Java 9+: Hadoop 3.4 reflects into these packages.
@@ -42,8 +44,8 @@ def pom_path() -> Path:
     return _paths.conf_dir() / "hadoop" / "pom.xml"
 
 
-def hadoop_version(pom: Path | None = None) -> str:
-    """The Hadoop version pinned in ``conf/hadoop/pom.xml``."""
+def pinned_version(pom: Path | None = None) -> str:
+    """The Hadoop version pinned in ``conf/hadoop/pom.xml`` (the default)."""
     pom = pom or pom_path()
     match = re.search(r"<hadoop\.version>([^<]+)</hadoop\.version>", pom.read_text())
     if not match:
@@ -107,46 +109,90 @@ def java_major_version(java_home: Path) -> int:
     return major
 
 
+def java_release(java_home: Path) -> str:
+    """``java_home``'s full version (``17.0.15``) from its ``release`` file,
+    read without starting a JVM; "" when the file does not say."""
+    try:
+        text = (java_home / "release").read_text(errors="replace")
+    except OSError:
+        return ""
+    match = re.search(r'^JAVA_VERSION="?([^"\n]+)"?', text, re.MULTILINE)
+    return match.group(1).strip() if match else ""
+
+
+def process_java_home(pid: int) -> Path | None:
+    """The JDK a running JVM was started from (``/proc/<pid>/exe`` is its
+    ``bin/java``), or None when that is not readable."""
+    try:
+        exe = Path(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return None
+    return exe.parent.parent if exe.name == "java" else None
+
+
 def java_module_flags(java_home: Path) -> tuple[str, ...]:
     """``--add-opens`` flags on Java 9+, nothing on Java 8."""
     return ADD_OPENS if java_major_version(java_home) >= 9 else ()
 
 
-def install_dir() -> Path:
-    """``<cache>/hadoop/<version>-<pom digest>``: a changed pom fetches afresh."""
-    pom = pom_path()
-    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:8]
-    return cache_root() / "hadoop" / f"{hadoop_version(pom)}-{digest}"
+def install_dir(version: str = DEFAULT_VERSION) -> Path:
+    """``<cache>/hadoop/<version>-<digest>``, one per Hadoop version; the digest
+    covers the pom and the version's Maven profiles, so a changed pom fetches
+    afresh."""
+    content = pom_path().read_bytes()
+    profiles = _versions.lookup(version).maven_profiles
+    if profiles:
+        content += ("\n" + ",".join(profiles)).encode()
+    digest = hashlib.sha256(content).hexdigest()[:8]
+    return cache_root() / "hadoop" / f"{version}-{digest}"
 
 
-def lib_dir() -> Path:
+def lib_dir(version: str = DEFAULT_VERSION) -> Path:
     """The jars (``yarn.application.classpath`` lists them)."""
-    return install_dir() / "lib"
+    return install_dir(version) / "lib"
 
 
-def resources_dir() -> Path:
+def resources_dir(version: str = DEFAULT_VERSION) -> Path:
     """Holds ``webapps/``: the NameNode and DataNode web apps, not in any main jar."""
-    return install_dir() / "resources"
+    return install_dir(version) / "resources"
 
 
-def daemon_classpath(conf_dir: Path) -> str:
-    return f"{conf_dir}:{resources_dir()}:{lib_dir()}/*"
+def daemon_classpath(conf_dir: Path, version: str = DEFAULT_VERSION) -> str:
+    return f"{conf_dir}:{resources_dir(version)}:{lib_dir(version)}/*"
 
 
-def is_fetched() -> bool:
-    return (install_dir() / COMPLETE_MARKER).is_file()
+def is_fetched(version: str = DEFAULT_VERSION) -> bool:
+    return (install_dir(version) / COMPLETE_MARKER).is_file()
 
 
-def fetch_hadoop(*, timeout: float = FETCH_TIMEOUT_S, log=print) -> Path:
-    """The directory of Hadoop jars, fetched with Maven on first use.
+def maven_command(mvn: str, version: str, output: Path) -> list[str]:
+    """``mvn dependency:copy-dependencies`` of ``version``'s jars into ``output``:
+    the pom's version given on the command line, with the version's profiles."""
+    profiles = _versions.lookup(version).maven_profiles
+    return [
+        mvn,
+        "-B",
+        "-f",
+        str(pom_path()),
+        "dependency:copy-dependencies",
+        f"-Dhadoop.version={version}",
+        *([f"-P{','.join(profiles)}"] if profiles else []),
+        "-DincludeScope=runtime",
+        f"-DoutputDirectory={output}",
+    ]
 
-    Jars land in ``<cache>/hadoop/<version>/lib``; a marker file written last
-    makes a half-finished fetch count as not fetched, and a lock keeps two
-    concurrent starts from fetching at once.
+
+def fetch_hadoop(
+    version: str = DEFAULT_VERSION, *, timeout: float = FETCH_TIMEOUT_S, log=print
+) -> Path:
+    """The directory of Hadoop ``version``'s jars, fetched with Maven on first use.
+
+    Jars land in ``<cache>/hadoop/<version>-<digest>/lib``; a marker file
+    written last makes a half-finished fetch count as not fetched, and a lock
+    keeps two concurrent starts from fetching at once.
     """
-    version = hadoop_version()
-    target = lib_dir()
-    if is_fetched():
+    target = lib_dir(version)
+    if is_fetched(version):
         return target
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -159,21 +205,13 @@ def fetch_hadoop(*, timeout: float = FETCH_TIMEOUT_S, log=print) -> Path:
     version_dir.mkdir(parents=True, exist_ok=True)
     with open(version_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_fetched():
+        if is_fetched(version):
             return target
         log(f"Fetching Hadoop {version} jars from Maven Central into {version_dir} ...")
         started = time.monotonic()
         staging = Path(tempfile.mkdtemp(prefix="lib.", dir=version_dir))
         mvn_log = version_dir / "mvn.log"
-        command = [
-            mvn,
-            "-B",
-            "-f",
-            str(pom_path()),
-            "dependency:copy-dependencies",
-            "-DincludeScope=runtime",
-            f"-DoutputDirectory={staging}",
-        ]
+        command = maven_command(mvn, version, staging)
         try:
             with open(mvn_log, "w") as out:
                 proc = subprocess.run(
@@ -194,7 +232,7 @@ def fetch_hadoop(*, timeout: float = FETCH_TIMEOUT_S, log=print) -> Path:
         if proc.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             raise ClusterError(_maven_failure(version, mvn_log))
-        _extract_webapps(staging, resources_dir())
+        _extract_webapps(staging, resources_dir(version))
         if target.exists():
             shutil.rmtree(target)
         # mkdtemp made it 0700: containers that run as another user (the
@@ -207,6 +245,15 @@ def fetch_hadoop(*, timeout: float = FETCH_TIMEOUT_S, log=print) -> Path:
             f"{time.monotonic() - started:.0f} s."
         )
     return target
+
+
+def prepare(version: str, java_home: Path, *, log=print) -> Path:
+    """Hadoop ``version``'s jars (fetched on first use), after a note when
+    ``version`` has not been run on ``java_home``'s JDK."""
+    note = _versions.java_note(version, java_major_version(java_home))
+    if note:
+        log(note)
+    return fetch_hadoop(version, log=log)
 
 
 def _extract_webapps(jars: Path, dest: Path) -> None:

@@ -135,6 +135,43 @@ def _gpus(resource: dict[str, Any]) -> int:
     return 0
 
 
+def _resources(resource: dict[str, Any]) -> tuple[int, int, int]:
+    """(memory MiB, vcores, GPUs) of one of a node report's resource objects."""
+    return (
+        int(resource.get("memory") or 0),
+        int(resource.get("vCores") or 0),
+        _gpus(resource),
+    )
+
+
+def _node_resources(node: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A node's (total, used) resources, each (memory MiB, vcores, GPUs).
+
+    ``totalResource`` exists from Hadoop 3.3 on; before, the total is what is
+    used plus what is available (``usedResource``/``availableResource``, or in
+    Hadoop 3.0 only the flat ``usedMemoryMB``/``availMemoryMB`` fields).
+    """
+    if "usedResource" in node:
+        used = _resources(node["usedResource"])
+    else:
+        used = (
+            int(node.get("usedMemoryMB") or 0),
+            int(node.get("usedVirtualCores") or 0),
+            0,
+        )
+    if "totalResource" in node:
+        return _resources(node["totalResource"]), used
+    if "availableResource" in node:
+        free = _resources(node["availableResource"])
+    else:
+        free = (
+            int(node.get("availMemoryMB") or 0),
+            int(node.get("availableVirtualCores") or 0),
+            0,
+        )
+    return tuple(u + f for u, f in zip(used, free, strict=True)), used
+
+
 def yarn_nodes(rm_web: int, host: str = "127.0.0.1") -> list[NodeReport] | None:
     """Every node the ResourceManager knows; None if the RM does not answer."""
     data = get_json(
@@ -147,17 +184,16 @@ def yarn_nodes(rm_web: int, host: str = "127.0.0.1") -> list[NodeReport] | None:
     nodes = ((data.get("nodes") or {}) or {}).get("node") or []
     reports = []
     for node in nodes:
-        total = node.get("totalResource") or {}
-        used = node.get("usedResource") or {}
+        total, used = _node_resources(node)
         reports.append(
             NodeReport(
                 node_id=str(node.get("id", "")),
                 state=str(node.get("state", "")),
-                memory_mb=int(total.get("memory") or 0),
-                vcores=int(total.get("vCores") or 0),
-                gpus=_gpus(total),
-                used_memory_mb=int(used.get("memory") or 0),
-                used_vcores=int(used.get("vCores") or 0),
+                memory_mb=total[0],
+                vcores=total[1],
+                gpus=total[2],
+                used_memory_mb=used[0],
+                used_vcores=used[1],
                 health=str(node.get("healthReport") or ""),
                 labels=tuple(node.get("nodeLabels") or ()),
             )

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tfyarn.cluster import _scheduler
+from tfyarn.cluster import _scheduler, _versions
 from tfyarn.contract import local_cluster
 from tfyarn.errors import ClusterError
 
@@ -117,6 +117,11 @@ class ClusterSettings:
         name service ``hdfs://tfyarn`` and two ResourceManagers, with a
         JournalNode, ZooKeeper and failover controllers. With ``secure`` every
         one of them runs with Kerberos. Not with ``container_executor``.
+    hadoop_version : str
+        The Hadoop release the daemons run, one of
+        ``tfyarn.cluster._versions.KNOWN`` (default: the version pinned in
+        ``conf/hadoop/pom.xml``). Each version's jars are fetched once and
+        cached apart.
     """
 
     nodes: int = 0
@@ -135,6 +140,7 @@ class ClusterSettings:
     container_executor: str = ""
     preemption: bool = False
     ha: bool = False
+    hadoop_version: str = _versions.DEFAULT_VERSION
 
     def __post_init__(self) -> None:
         for name in ("memory_mb", "vcores", "min_allocation_mb", "am_max_attempts"):
@@ -158,6 +164,8 @@ class ClusterSettings:
                 f"{self.max_am_resource_percent!r}"
             )
         self._check_secure()
+        entry = _versions.lookup(self.hadoop_version)
+        object.__setattr__(self, "hadoop_version", entry.version)
         _scheduler.check_queues(dict(self.queues))
         _scheduler.check_labels(dict(self.labels), self.nodes)
         object.__setattr__(
@@ -271,7 +279,8 @@ def save_settings(base_dir: Path, settings: ClusterSettings) -> None:
 def describe_settings(settings: ClusterSettings) -> str:
     """A cluster's size and ports in one phrase, for messages."""
     return (
-        (f"{settings.nodes} hosts of " if settings.nodes else "")
+        f"Hadoop {settings.hadoop_version}, "
+        + (f"{settings.nodes} hosts of " if settings.nodes else "")
         + f"{settings.memory_mb} MiB, {settings.vcores} vcores, {settings.gpus} GPUs, "
         f"port offset {settings.port_offset}"
         + (f", ports {dict(settings.ports)}" if settings.ports else "")

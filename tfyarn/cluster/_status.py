@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from tfyarn.cluster import _gpus, _netns, _probe
+from tfyarn.cluster import _gpus, _hadoop, _netns, _probe
 from tfyarn.cluster._process import DAEMONS, HA_DAEMONS, Daemon, log_file
 from tfyarn.cluster._secure import KerberosStatus
 from tfyarn.cluster._settings import ClusterSettings
+from tfyarn.errors import ClusterError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +118,30 @@ def _gpu_discovery(
     return _gpus.discovery_status(node_dir, log_file(base_dir, "nodemanager" + suffix))
 
 
+def jdk_description(pids: dict[str, int | None]) -> str:
+    """The JDK the cluster runs on: a running daemon's (its JVM's own
+    executable), else the one a start would pick, said so; "" if neither."""
+    home = next(
+        (
+            found
+            for pid in pids.values()
+            if pid is not None
+            for found in [_hadoop.process_java_home(pid)]
+            if found is not None
+        ),
+        None,
+    )
+    note = ""
+    if home is None:
+        try:
+            home = _hadoop.find_java_home()
+        except ClusterError:
+            return ""
+        note = ", for the next start"
+    release = _hadoop.java_release(home) or "of unknown version"
+    return f"{release} ({home}{note})"
+
+
 @dataclasses.dataclass(frozen=True)
 class DaemonStatus:
     """One daemon: its pid (None when not running), ports and log file."""
@@ -150,6 +175,7 @@ class ClusterStatus:
     # An HA cluster's pairs: {"namenode": {"nn1": "active", "nn2": "standby"},
     # "resourcemanager": {...}}; each member active, standby or down.
     ha: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    jdk: str = ""  # "17.0.15 (/usr/lib/jvm/...)", see jdk_description
 
     @property
     def running(self) -> bool:
@@ -158,6 +184,8 @@ class ClusterStatus:
     def format(self) -> str:
         """Human-readable report."""
         lines = [f"Local cluster in {self.base_dir}: {self.state}"]
+        jdk = f" on JDK {self.jdk}" if self.jdk else ""
+        lines.append(f"  Hadoop {self.settings.hadoop_version}{jdk}")
         for d in self.daemons:
             ports = ", ".join(f"{p}" for p in d.ports.values())
             pid = f"pid {d.pid}" if d.pid else "not running"

@@ -11,7 +11,7 @@ from typing import Any
 
 from tfyarn._flags import add_option, add_switch
 from tfyarn.client import config
-from tfyarn.cluster import _scheduler
+from tfyarn.cluster import _scheduler, _versions
 from tfyarn.cluster._restarts import RESTART_WAIT_S
 from tfyarn.cluster._settings import PORTS, ClusterSettings, load_settings
 from tfyarn.cluster.local import START_TIMEOUT_S, ClusterStatus, LocalCluster
@@ -160,6 +160,16 @@ def add_commands(subparsers: Any) -> None:
         "runtime, using Hadoop's container-executor at PATH (root-owned, mode "
         "6050, outside /tmp); its configuration ../etc/hadoop/container-executor.cfg "
         "is written and checked, then its --checksetup must pass",
+    )
+    add_option(
+        start,
+        "--hadoop_version",
+        type=_arg(lambda text: _versions.lookup(text).version),
+        metavar="VERSION",
+        help=f"the Hadoop release to run, one of {_versions.known_list()} "
+        f"({_versions.DEFAULT_VERSION}); 3.1.1 is CDP 7.1's and HDP 3.1's, 3.3.6 "
+        "EMR 7's and Dataproc 2.3's. Each version's jars are fetched once; "
+        "switching a cluster that holds HDFS data needs `stop --wipe` first",
     )
     start.add_argument(
         "--timeout",
@@ -311,6 +321,7 @@ def _requested_settings(
         ports=ports,
         container_executor=args.container_executor,
         ha=args.ha,
+        hadoop_version=args.hadoop_version,
     )
 
 
@@ -360,6 +371,8 @@ def _status_dict(status: ClusterStatus) -> dict[str, Any]:
     return {
         "base_dir": str(status.base_dir),
         "state": status.state,
+        "hadoop_version": status.settings.hadoop_version,
+        "jdk": status.jdk,
         "daemons": [
             {"name": d.name, "pid": d.pid, "ports": d.ports, "log": str(d.log)}
             for d in status.daemons

@@ -29,6 +29,7 @@ from tfyarn.cluster import (
     _restarts,
     _secure,
     _stop,
+    _versions,
 )
 from tfyarn.cluster._secure import SecureCluster, namenode_web, secure_ports
 from tfyarn.cluster._settings import (
@@ -44,6 +45,7 @@ from tfyarn.cluster._status import (
     Instance,
     host_statuses,
     instances,
+    jdk_description,
 )
 from tfyarn.errors import ClusterError
 
@@ -192,6 +194,7 @@ class LocalCluster:
             ),
             kerberos=self.secure(settings).status() if settings.secure else None,
             ha=ha,
+            jdk=jdk_description(pids),
         )
 
     def web_uis(self, settings: ClusterSettings | None = None) -> dict[str, str]:
@@ -323,6 +326,8 @@ class LocalCluster:
                 f"settings ({describe_settings(saved)}) than asked for ({describe_settings(settings)}). "
                 "Run `tfyarn cluster stop` first to change them."
             )
+        # Before anything starts (the KDC of a secure cluster included).
+        _versions.check_switch(self.base_dir, saved, settings.hadoop_version)
         secure = self.secure(settings) if settings.secure else None
         kdc_was_up = secure is None or secure.kdc.pid() is not None
         if secure:  # the KDC first: every secure JVM logs in as it starts
@@ -338,7 +343,7 @@ class LocalCluster:
         module_flags = _hadoop.java_module_flags(java_home)
         if secure:  # daemons, CLIs and (JDK_JAVA_OPTIONS) containers' JVMs
             module_flags = (*module_flags, *secure.java_flags())
-        lib_dir = _hadoop.fetch_hadoop(log=log)
+        lib_dir = _hadoop.prepare(settings.hadoop_version, java_home, log=log)
         for sub in ("logs", "run", "data", "tmp"):
             (self.base_dir / sub).mkdir(parents=True, exist_ok=True)
 
@@ -384,7 +389,11 @@ class LocalCluster:
                 )
             elif pids["namenode"] is None:
                 _daemons.format_namenode_if_needed(
-                    self.base_dir, java_home, module_flags, log
+                    self.base_dir,
+                    java_home,
+                    module_flags,
+                    log,
+                    hadoop_version=settings.hadoop_version,
                 )
             if pids["resourcemanager"] is None:
                 # Labels come from this start's settings, never an old store.
@@ -434,12 +443,20 @@ class LocalCluster:
             master=self.master_address(),
             log_offsets=self._log_offsets,
         )
+        version = self.settings().hadoop_version
         _daemons.format_namenode_if_needed(
-            self.base_dir, java_home, module_flags, log, ha=True
+            self.base_dir,
+            java_home,
+            module_flags,
+            log,
+            hadoop_version=version,
+            ha=True,
         )
         if zk_fresh:
             log("Making the failover controllers' znode in ZooKeeper ...")
-            _daemons.format_failover_state(self.base_dir, java_home, module_flags)
+            _daemons.format_failover_state(
+                self.base_dir, java_home, module_flags, hadoop_version=version
+            )
         return [i for i in to_start if i not in first]
 
     def host_dir(self, host: _netns.Host) -> Path:
@@ -457,7 +474,7 @@ class LocalCluster:
             inst.daemon.main_class,
             java_home=java_home,
             base_dir=self.base_dir,
-            classpath=_hadoop.daemon_classpath(conf),
+            classpath=_hadoop.daemon_classpath(conf, self.settings().hadoop_version),
             heap=inst.daemon.heap,
             module_flags=module_flags,
             log_name=inst.key,
