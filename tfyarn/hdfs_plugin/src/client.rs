@@ -101,6 +101,11 @@ fn key_of(uri: &Uri) -> Key {
     (uri.scheme.clone(), uri.authority.clone(), conf_dir)
 }
 
+/// Whether `uri`'s client talks to an HA name service (it fails over).
+pub fn on_name_service(uri: &Uri) -> bool {
+    entry_of(uri).is_some_and(|e| !e.services.is_empty())
+}
+
 fn entry_of(uri: &Uri) -> Option<Entry> {
     clients().get(&key_of(uri)).cloned()
 }

@@ -76,7 +76,7 @@ unsafe extern "C" fn new_writable_file(
 ) {
     if let Some(w) = run(status, || {
         let uri = uri_arg(path)?;
-        Writer::create(&*client_for(&uri)?, &uri)
+        Writer::create(&client_for(&uri)?, &uri)
     }) {
         (*file).plugin_file = Box::into_raw(Box::new(w)) as *mut c_void;
     }
@@ -90,7 +90,7 @@ unsafe extern "C" fn new_appendable_file(
 ) {
     if let Some(w) = run(status, || {
         let uri = uri_arg(path)?;
-        Writer::append(&*client_for(&uri)?, &uri)
+        Writer::append(&client_for(&uri)?, &uri)
     }) {
         (*file).plugin_file = Box::into_raw(Box::new(w)) as *mut c_void;
     }

@@ -10,14 +10,28 @@
 //! not ask a DataNode for the rest. TensorFlow's checkpoints and `checkpoint`
 //! index are written to temporary names and renamed when closed, so a writer
 //! killed mid-write leaves only a temporary file, never a complete-looking one.
+//!
+//! A NameNode failover in the middle of a call: hdfs-native fails a call that
+//! changes the namespace (create, addBlock, complete) when the active
+//! NameNode dies after the request left, rather than send it again, since it
+//! may already have been applied (Hadoop's Java client sends it again: the
+//! NameNode's retry cache makes that safe). On an HA name service a new file's
+//! writer therefore keeps the bytes it was given (up to [`KEEP`]) and, when
+//! such a call fails with an I/O error, writes the file anew through the
+//! NameNode that took over: delete what the lost call left (a file under
+//! construction by this very client would refuse a new create), create,
+//! write the bytes again. TensorFlow's small files (checkpoint index and
+//! state, the `checkpoint` file, summaries' first bytes) survive a failover
+//! this way; a file beyond KEEP fails as before.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use hdfs_native::file::FileWriter;
 use hdfs_native::{Client, WriteOptions};
 
-use crate::client::block_on;
+use crate::client::{block_on, on_name_service};
 use crate::errors::{TfError, TfResult};
 use crate::ffi::Code;
 use crate::uri::Uri;
@@ -25,9 +39,14 @@ use crate::uri::Uri;
 /// Appends are gathered up to this size before they go to the client: TF
 /// writes records of a few bytes to kilobytes, and each crossing costs.
 const BUFFER: usize = 4 << 20;
+/// The most a new file's writer keeps to write it again after a failover.
+pub const KEEP: usize = 64 << 20;
+/// Times a file is written anew before the error is the caller's.
+const REWRITES: u32 = 2;
 
 pub struct Writer {
     uri: Uri,
+    client: Arc<Client>,
     state: Mutex<State>,
 }
 
@@ -35,33 +54,54 @@ struct State {
     inner: Option<FileWriter>,
     buf: Vec<u8>,
     pos: u64,
+    /// Every byte since the file was created (None: not kept, see KEEP).
+    kept: Option<Vec<u8>>,
+    rewrites: u32,
+}
+
+/// Whether a failed call is one a failover explains: an I/O error (the
+/// connection lost mid-call), not a refusal by the NameNode.
+fn lost_mid_call(e: &TfError) -> bool {
+    e.code == Code::Unavailable && e.message.contains("I/O error")
 }
 
 impl Writer {
     /// A new (or truncated) file.
-    pub fn create(client: &Client, uri: &Uri) -> TfResult<Writer> {
-        let opts = WriteOptions::default().overwrite(true).create_parent(false);
-        let inner = block_on("create", uri, client.create(&uri.path, opts))?;
-        Ok(Writer::new(uri, inner, 0))
+    pub fn create(client: &Arc<Client>, uri: &Uri) -> TfResult<Writer> {
+        let keep = on_name_service(uri);
+        let inner = match open_new(client, uri) {
+            Err(e) if keep && lost_mid_call(&e) => {
+                std::thread::sleep(Duration::from_secs(1));
+                let _ = block_on("delete", uri, client.delete(&uri.path, false));
+                open_new(client, uri)?
+            }
+            other => other?,
+        };
+        let writer = Writer::new(client, uri, inner, 0);
+        if keep {
+            writer.lock().kept = Some(Vec::new());
+        }
+        Ok(writer)
     }
 
     /// Append to `uri`, creating it empty if missing.
-    pub fn append(client: &Client, uri: &Uri) -> TfResult<Writer> {
+    pub fn append(client: &Arc<Client>, uri: &Uri) -> TfResult<Writer> {
         match block_on("stat", uri, client.get_file_info(&uri.path)) {
             Ok(st) if st.isdir => {
                 Err(TfError::new(Code::FailedPrecondition, format!("cannot append to {uri}: it is a directory")))
             }
             Ok(st) => {
                 let inner = block_on("append", uri, client.append(&uri.path))?;
-                Ok(Writer::new(uri, inner, st.length as u64))
+                Ok(Writer::new(client, uri, inner, st.length as u64))
             }
             Err(e) if e.code == Code::NotFound => Writer::create(client, uri),
             Err(e) => Err(e),
         }
     }
 
-    fn new(uri: &Uri, inner: FileWriter, pos: u64) -> Writer {
-        Writer { uri: uri.clone(), state: Mutex::new(State { inner: Some(inner), buf: Vec::new(), pos }) }
+    fn new(client: &Arc<Client>, uri: &Uri, inner: FileWriter, pos: u64) -> Writer {
+        let state = State { inner: Some(inner), buf: Vec::new(), pos, kept: None, rewrites: 0 };
+        Writer { uri: uri.clone(), client: Arc::clone(client), state: Mutex::new(state) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -75,6 +115,12 @@ impl Writer {
         }
         st.buf.extend_from_slice(data);
         st.pos += data.len() as u64;
+        let within = st.pos as usize <= KEEP;
+        match st.kept.as_mut() {
+            Some(kept) if within => kept.extend_from_slice(data),
+            Some(_) => st.kept = None,
+            None => {}
+        }
         if st.buf.len() >= BUFFER {
             self.push(&mut st)?;
         }
@@ -91,7 +137,32 @@ impl Writer {
         }
         let data = Bytes::from(std::mem::take(&mut st.buf));
         let Some(w) = st.inner.as_mut() else { return Err(self.closed("write")) };
-        block_on("write", &self.uri, w.write_bytes(data)).map(|_| ())
+        match block_on("write", &self.uri, w.write_bytes(data)) {
+            Ok(_) => Ok(()),
+            Err(e) => self.rewrite(st, e),
+        }
+    }
+
+    /// After `e`, write the file anew from the kept bytes (see the module's
+    /// docs); `e` itself when that is not possible.
+    fn rewrite(&self, st: &mut State, e: TfError) -> TfResult<()> {
+        if !lost_mid_call(&e) || st.rewrites >= REWRITES {
+            return Err(e);
+        }
+        let Some(kept) = st.kept.clone() else { return Err(e) };
+        st.rewrites += 1;
+        // The name service's other NameNode needs a moment to take over; the
+        // client's own failover waits ride out the rest.
+        std::thread::sleep(Duration::from_secs(1));
+        st.inner = None;
+        let _ = block_on("delete", &self.uri, self.client.delete(&self.uri.path, false));
+        let mut w = open_new(&self.client, &self.uri)?;
+        if let Err(again) = block_on("write", &self.uri, w.write_bytes(Bytes::from(kept))) {
+            return self.rewrite(st, again);
+        }
+        st.buf.clear();
+        st.inner = Some(w);
+        Ok(())
     }
 
     pub fn flush(&self) -> TfResult<()> {
@@ -111,10 +182,14 @@ impl Writer {
         if st.inner.is_none() {
             return Ok(());
         }
-        let pushed = self.push(&mut st);
-        let mut w = st.inner.take().unwrap();
-        let closed = block_on("close", &self.uri, w.close());
-        pushed.and(closed)
+        self.push(&mut st)?;
+        loop {
+            let Some(mut w) = st.inner.take() else { return Err(self.closed("close")) };
+            match block_on("close", &self.uri, w.close()) {
+                Ok(()) => return Ok(()),
+                Err(e) => self.rewrite(&mut st, e)?,
+            }
+        }
     }
 
     fn closed(&self, op: &str) -> TfError {
@@ -122,10 +197,35 @@ impl Writer {
     }
 }
 
+/// A new (or truncated) file's writer.
+fn open_new(client: &Client, uri: &Uri) -> TfResult<FileWriter> {
+    let opts = WriteOptions::default().overwrite(true).create_parent(false);
+    block_on("create", uri, client.create(&uri.path, opts))
+}
+
 impl Drop for Writer {
     /// TensorFlow destroyed the file without closing it: close it, as the
     /// POSIX filesystem does, rather than leave it under construction.
     fn drop(&mut self) {
         let _ = self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(code: Code, message: &str) -> TfError {
+        TfError::new(code, message.to_string())
+    }
+
+    #[test]
+    fn only_a_connection_lost_mid_call_is_written_anew() {
+        let lost = "HDFS close of hdfs://ns/f failed: no NameNode of the name service ns (nn1 at a:1, nn2 at b:1) served it: none could be reached (I/O error: RPC listener disconnected).";
+        assert!(lost_mid_call(&err(Code::Unavailable, lost)));
+        // The NameNode refused: writing again would be refused again.
+        assert!(!lost_mid_call(&err(Code::PermissionDenied, "HDFS create of hdfs://ns/f failed: AccessControlException: denied")));
+        assert!(!lost_mid_call(&err(Code::Unavailable, "HDFS write of hdfs://ns/f failed: data transfer: pipeline")));
+        assert!(!lost_mid_call(&err(Code::DeadlineExceeded, "did not answer within 60 s (I/O error)")));
     }
 }
