@@ -10,6 +10,7 @@ kills and launches.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from am.model import (
@@ -90,6 +91,24 @@ class Attempts:
             and task.stop_requested_at is None
             and task.in_place_stop is None
         )
+
+    def give_back(
+        self, tasks: Iterable[Task], reason: str, *, relaunch_at: float
+    ) -> None:
+        """Gang allocation (am/gang.py): end these forming tasks' attempts now.
+
+        Their containers are killed at once (pending requests are cancelled
+        the same way) and the next attempts are asked for at ``relaunch_at``.
+        Nothing ran yet, so nothing to save and no address to keep.
+        """
+        now = self.state.clock()
+        for task in tasks:
+            since = task.requested_at
+            self.retire(task, reason)
+            task.retire_by = now
+            task.relaunch_at = relaunch_at
+            task.waiting_since = since
+            task.host = task.port = None
 
     def in_place_failed(self, task: Task, why: str) -> None:
         """A restart in place did not come back: ask YARN for a new container.

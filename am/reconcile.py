@@ -153,6 +153,7 @@ class Reconciler:
             self._check_registration(now)
             self._check_heartbeats(now)
             self._check_stall(now)
+            state.notices.check(now)
             await self._enforce_stops(now)
             await self._relaunch_ready(now)
         if state.finishing_since is not None:
@@ -527,6 +528,7 @@ class Reconciler:
             not timeout
             or state.progress_at is None
             or state.phase is not Phase.RUNNING
+            or state.notices.active  # saving for a stop notice, not stalled
             or now - state.progress_at <= timeout
         ):
             return

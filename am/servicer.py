@@ -64,7 +64,10 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
         generation = await _guard(
             context,
             lambda: self.state.heartbeat(
-                request.task.role, request.task.index, request.attempt
+                request.task.role,
+                request.task.index,
+                request.attempt,
+                heeds_notice=request.heeds_notice,
             ),
         )
         return pb.HeartbeatReply(generation=generation)
@@ -106,7 +109,9 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
         grace, tasks = await _guard(
             context,
             lambda: self.state.stop_job(
-                request.reason or "stopped by tfyarn kill", request.grace_seconds
+                request.reason or "stopped by tfyarn kill",
+                request.grace_seconds,
+                graceful=request.graceful,
             ),
         )
         return pb.StopJobReply(grace_seconds=grace, tasks=tasks)

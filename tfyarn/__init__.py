@@ -26,6 +26,10 @@ _EXPORTS = {
     "TfyarnError": "tfyarn.errors",
     "enable_hdfs": "tfyarn.hdfs",
     "report_progress": "tfyarn.progress",
+    "RESTART_CODE": "tfyarn.notice",
+    "should_stop": "tfyarn.notice",
+    "stop_notice": "tfyarn.notice",
+    "termination_config": "tfyarn.notice",
     "JobSpec": "tfyarn.spec",
     "Role": "tfyarn.spec",
     "TaskGroup": "tfyarn.spec",
@@ -61,5 +65,11 @@ if TYPE_CHECKING:
         TfyarnError,
     )
     from tfyarn.hdfs import enable as enable_hdfs
+    from tfyarn.notice import (
+        RESTART_CODE,
+        should_stop,
+        stop_notice,
+        termination_config,
+    )
     from tfyarn.progress import report_progress
     from tfyarn.spec import JobSpec, Role, TaskGroup

@@ -333,6 +333,28 @@ def test_kill_stops_every_task_through_the_master_before_killing(
         server.stop(None)
     # Every script got its grace (StopJob) before YARN killed the application.
     assert master.stops == [("stopped by tfyarn kill", [])]
+    assert master.graceful == [False]  # plain kill: no stop notice
+    assert fake.killed == [APP_ID]
+    assert "KILLED" in capsys.readouterr().out
+
+
+def test_kill_graceful_asks_the_master_for_a_stop_notice_first(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    credentials: tuple[bytes, bytes],
+) -> None:
+    server, port = mutual_tls_server(credentials)
+    fake = KillableYarn(f"127.0.0.1:{port}", credentials)
+    master = RecordingMaster(fake)
+    master_pb2_grpc.add_MasterServicer_to_server(master, server)
+    server.start()
+    try:
+        use(monkeypatch, fake)
+        assert main(["kill", "--graceful", APP_ID]) == 0
+    finally:
+        server.stop(None)
+    assert master.stops == [("stopped by tfyarn kill --graceful", [])]
+    assert master.graceful == [True]
     assert fake.killed == [APP_ID]
     assert "KILLED" in capsys.readouterr().out
 

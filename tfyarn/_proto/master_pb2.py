@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atfyarn/_proto/master.proto\x12\x06tfyarn\"&\n\x07TaskKey\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\x05\"\x92\x01\n\x13RegisterTaskRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04host\x18\x03 \x01(\t\x12\x0c\n\x04port\x18\x04 \x01(\x05\x12\x14\n\x0c\x63ontainer_id\x18\x05 \x01(\t\x12\x19\n\x11yarn_container_id\x18\x06 \x01(\t\"\xa9\x01\n\x13WatchClusterRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x18\n\x10known_generation\x18\x03 \x01(\x03\x12-\n\x08register\x18\x04 \x01(\x0b\x32\x1b.tfyarn.RegisterTaskRequest\x12\x19\n\x11known_credentials\x18\x05 \x01(\x03\"&\n\x08JobTasks\x12\x0c\n\x04host\x18\x01 \x03(\r\x12\x0c\n\x04port\x18\x02 \x03(\r\"\xad\x01\n\x0b\x43lusterSpec\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12+\n\x04jobs\x18\x02 \x03(\x0b\x32\x1d.tfyarn.ClusterSpec.JobsEntry\x12\x0f\n\x07restart\x18\x03 \x01(\x05\x12\r\n\x05hosts\x18\x04 \x03(\t\x1a=\n\tJobsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1f\n\x05value\x18\x02 \x01(\x0b\x32\x10.tfyarn.JobTasks:\x02\x38\x01\"C\n\x04Stop\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x15\n\rgrace_seconds\x18\x02 \x01(\x01\x12\x14\n\x0cnext_attempt\x18\x03 \x01(\x05\"<\n\x0b\x43redentials\x12\x0e\n\x06tokens\x18\x01 \x01(\x0c\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0c\n\x04\x65nds\x18\x03 \x01(\x01\"\x8e\x01\n\x0c\x43lusterEvent\x12+\n\x0c\x63luster_spec\x18\x01 \x01(\x0b\x32\x13.tfyarn.ClusterSpecH\x00\x12\x1c\n\x04stop\x18\x02 \x01(\x0b\x32\x0c.tfyarn.StopH\x00\x12*\n\x0b\x63redentials\x18\x03 \x01(\x0b\x32\x13.tfyarn.CredentialsH\x00\x42\x07\n\x05\x65vent\"B\n\x10HeartbeatRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\"$\n\x0eHeartbeatReply\x12\x12\n\ngeneration\x18\x01 \x01(\x03\"\xc2\x01\n\x15ReportProgressRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12;\n\x07metrics\x18\x04 \x03(\x0b\x32*.tfyarn.ReportProgressRequest.MetricsEntry\x1a.\n\x0cMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"\x15\n\x13ReportProgressReply\"\x88\x01\n\x14ReportTaskEndRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\x13\n\x0bstderr_tail\x18\x04 \x01(\t\x12\x18\n\x10\x63ontainer_ending\x18\x05 \x01(\x08\"\x14\n\x12ReportTaskEndReply\"7\n\x0eStopJobRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x15\n\rgrace_seconds\x18\x02 \x01(\x01\"4\n\x0cStopJobReply\x12\x15\n\rgrace_seconds\x18\x01 \x01(\x01\x12\r\n\x05tasks\x18\x02 \x01(\x05\x32\xde\x02\n\x06Master\x12\x43\n\x0cWatchCluster\x12\x1b.tfyarn.WatchClusterRequest\x1a\x14.tfyarn.ClusterEvent0\x01\x12=\n\tHeartbeat\x12\x18.tfyarn.HeartbeatRequest\x1a\x16.tfyarn.HeartbeatReply\x12L\n\x0eReportProgress\x12\x1d.tfyarn.ReportProgressRequest\x1a\x1b.tfyarn.ReportProgressReply\x12I\n\rReportTaskEnd\x12\x1c.tfyarn.ReportTaskEndRequest\x1a\x1a.tfyarn.ReportTaskEndReply\x12\x37\n\x07StopJob\x12\x16.tfyarn.StopJobRequest\x1a\x14.tfyarn.StopJobReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atfyarn/_proto/master.proto\x12\x06tfyarn\"&\n\x07TaskKey\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\x05\"\x92\x01\n\x13RegisterTaskRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04host\x18\x03 \x01(\t\x12\x0c\n\x04port\x18\x04 \x01(\x05\x12\x14\n\x0c\x63ontainer_id\x18\x05 \x01(\t\x12\x19\n\x11yarn_container_id\x18\x06 \x01(\t\"\xa9\x01\n\x13WatchClusterRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x18\n\x10known_generation\x18\x03 \x01(\x03\x12-\n\x08register\x18\x04 \x01(\x0b\x32\x1b.tfyarn.RegisterTaskRequest\x12\x19\n\x11known_credentials\x18\x05 \x01(\x03\"&\n\x08JobTasks\x12\x0c\n\x04host\x18\x01 \x03(\r\x12\x0c\n\x04port\x18\x02 \x03(\r\"\xad\x01\n\x0b\x43lusterSpec\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12+\n\x04jobs\x18\x02 \x03(\x0b\x32\x1d.tfyarn.ClusterSpec.JobsEntry\x12\x0f\n\x07restart\x18\x03 \x01(\x05\x12\r\n\x05hosts\x18\x04 \x03(\t\x1a=\n\tJobsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1f\n\x05value\x18\x02 \x01(\x0b\x32\x10.tfyarn.JobTasks:\x02\x38\x01\"C\n\x04Stop\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x15\n\rgrace_seconds\x18\x02 \x01(\x01\x12\x14\n\x0cnext_attempt\x18\x03 \x01(\x05\"E\n\nStopNotice\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x15\n\rgrace_seconds\x18\x02 \x01(\x01\x12\x10\n\x08\x64\x65\x61\x64line\x18\x03 \x01(\x01\"<\n\x0b\x43redentials\x12\x0e\n\x06tokens\x18\x01 \x01(\x0c\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0c\n\x04\x65nds\x18\x03 \x01(\x01\"\xb9\x01\n\x0c\x43lusterEvent\x12+\n\x0c\x63luster_spec\x18\x01 \x01(\x0b\x32\x13.tfyarn.ClusterSpecH\x00\x12\x1c\n\x04stop\x18\x02 \x01(\x0b\x32\x0c.tfyarn.StopH\x00\x12*\n\x0b\x63redentials\x18\x03 \x01(\x0b\x32\x13.tfyarn.CredentialsH\x00\x12)\n\x0bstop_notice\x18\x04 \x01(\x0b\x32\x12.tfyarn.StopNoticeH\x00\x42\x07\n\x05\x65vent\"X\n\x10HeartbeatRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x14\n\x0cheeds_notice\x18\x03 \x01(\x08\"$\n\x0eHeartbeatReply\x12\x12\n\ngeneration\x18\x01 \x01(\x03\"\xc2\x01\n\x15ReportProgressRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12;\n\x07metrics\x18\x04 \x03(\x0b\x32*.tfyarn.ReportProgressRequest.MetricsEntry\x1a.\n\x0cMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"\x15\n\x13ReportProgressReply\"\x88\x01\n\x14ReportTaskEndRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\x13\n\x0bstderr_tail\x18\x04 \x01(\t\x12\x18\n\x10\x63ontainer_ending\x18\x05 \x01(\x08\"\x14\n\x12ReportTaskEndReply\"I\n\x0eStopJobRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x15\n\rgrace_seconds\x18\x02 \x01(\x01\x12\x10\n\x08graceful\x18\x03 \x01(\x08\"4\n\x0cStopJobReply\x12\x15\n\rgrace_seconds\x18\x01 \x01(\x01\x12\r\n\x05tasks\x18\x02 \x01(\x05\"3\n\rResizeRequest\x12\x12\n\nnum_worker\x18\x01 \x01(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\"D\n\x0bResizeReply\x12\x10\n\x08previous\x18\x01 \x01(\x05\x12\x12\n\nnum_worker\x18\x02 \x01(\x05\x12\x0f\n\x07message\x18\x03 \x01(\t2\x94\x03\n\x06Master\x12\x43\n\x0cWatchCluster\x12\x1b.tfyarn.WatchClusterRequest\x1a\x14.tfyarn.ClusterEvent0\x01\x12=\n\tHeartbeat\x12\x18.tfyarn.HeartbeatRequest\x1a\x16.tfyarn.HeartbeatReply\x12L\n\x0eReportProgress\x12\x1d.tfyarn.ReportProgressRequest\x1a\x1b.tfyarn.ReportProgressReply\x12I\n\rReportTaskEnd\x12\x1c.tfyarn.ReportTaskEndRequest\x1a\x1a.tfyarn.ReportTaskEndReply\x12\x37\n\x07StopJob\x12\x16.tfyarn.StopJobRequest\x1a\x14.tfyarn.StopJobReply\x12\x34\n\x06Resize\x12\x15.tfyarn.ResizeRequest\x1a\x13.tfyarn.ResizeReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -50,28 +50,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLUSTERSPEC_JOBSENTRY']._serialized_end=613
   _globals['_STOP']._serialized_start=615
   _globals['_STOP']._serialized_end=682
-  _globals['_CREDENTIALS']._serialized_start=684
-  _globals['_CREDENTIALS']._serialized_end=744
-  _globals['_CLUSTEREVENT']._serialized_start=747
-  _globals['_CLUSTEREVENT']._serialized_end=889
-  _globals['_HEARTBEATREQUEST']._serialized_start=891
-  _globals['_HEARTBEATREQUEST']._serialized_end=957
-  _globals['_HEARTBEATREPLY']._serialized_start=959
-  _globals['_HEARTBEATREPLY']._serialized_end=995
-  _globals['_REPORTPROGRESSREQUEST']._serialized_start=998
-  _globals['_REPORTPROGRESSREQUEST']._serialized_end=1192
-  _globals['_REPORTPROGRESSREQUEST_METRICSENTRY']._serialized_start=1146
-  _globals['_REPORTPROGRESSREQUEST_METRICSENTRY']._serialized_end=1192
-  _globals['_REPORTPROGRESSREPLY']._serialized_start=1194
-  _globals['_REPORTPROGRESSREPLY']._serialized_end=1215
-  _globals['_REPORTTASKENDREQUEST']._serialized_start=1218
-  _globals['_REPORTTASKENDREQUEST']._serialized_end=1354
-  _globals['_REPORTTASKENDREPLY']._serialized_start=1356
-  _globals['_REPORTTASKENDREPLY']._serialized_end=1376
-  _globals['_STOPJOBREQUEST']._serialized_start=1378
-  _globals['_STOPJOBREQUEST']._serialized_end=1433
-  _globals['_STOPJOBREPLY']._serialized_start=1435
-  _globals['_STOPJOBREPLY']._serialized_end=1487
-  _globals['_MASTER']._serialized_start=1490
-  _globals['_MASTER']._serialized_end=1840
+  _globals['_STOPNOTICE']._serialized_start=684
+  _globals['_STOPNOTICE']._serialized_end=753
+  _globals['_CREDENTIALS']._serialized_start=755
+  _globals['_CREDENTIALS']._serialized_end=815
+  _globals['_CLUSTEREVENT']._serialized_start=818
+  _globals['_CLUSTEREVENT']._serialized_end=1003
+  _globals['_HEARTBEATREQUEST']._serialized_start=1005
+  _globals['_HEARTBEATREQUEST']._serialized_end=1093
+  _globals['_HEARTBEATREPLY']._serialized_start=1095
+  _globals['_HEARTBEATREPLY']._serialized_end=1131
+  _globals['_REPORTPROGRESSREQUEST']._serialized_start=1134
+  _globals['_REPORTPROGRESSREQUEST']._serialized_end=1328
+  _globals['_REPORTPROGRESSREQUEST_METRICSENTRY']._serialized_start=1282
+  _globals['_REPORTPROGRESSREQUEST_METRICSENTRY']._serialized_end=1328
+  _globals['_REPORTPROGRESSREPLY']._serialized_start=1330
+  _globals['_REPORTPROGRESSREPLY']._serialized_end=1351
+  _globals['_REPORTTASKENDREQUEST']._serialized_start=1354
+  _globals['_REPORTTASKENDREQUEST']._serialized_end=1490
+  _globals['_REPORTTASKENDREPLY']._serialized_start=1492
+  _globals['_REPORTTASKENDREPLY']._serialized_end=1512
+  _globals['_STOPJOBREQUEST']._serialized_start=1514
+  _globals['_STOPJOBREQUEST']._serialized_end=1587
+  _globals['_STOPJOBREPLY']._serialized_start=1589
+  _globals['_STOPJOBREPLY']._serialized_end=1641
+  _globals['_RESIZEREQUEST']._serialized_start=1643
+  _globals['_RESIZEREQUEST']._serialized_end=1694
+  _globals['_RESIZEREPLY']._serialized_start=1696
+  _globals['_RESIZEREPLY']._serialized_end=1764
+  _globals['_MASTER']._serialized_start=1767
+  _globals['_MASTER']._serialized_end=2171
 # @@protoc_insertion_point(module_scope)

@@ -129,8 +129,21 @@ def add_commands(subparsers: Any) -> None:
     )
     p.set_defaults(func=_on_command_line(_status))
 
-    p = subparsers.add_parser("kill", help="kill a job", description="Kill a job.")
+    p = subparsers.add_parser(
+        "kill",
+        help="kill a job",
+        description="Kill a job: every script gets SIGTERM and --stop_grace "
+        "to checkpoint, then the application is killed.",
+    )
     p.add_argument("app_id", help="application id (application_...)")
+    add_option(
+        p,
+        "--graceful",
+        action="store_true",
+        help="send a stop notice first: scripts that call tfyarn.should_stop() "
+        "(or use tfyarn.termination_config()) save at their current step before "
+        "any signal; a resubmission resumes there",
+    )
     p.set_defaults(func=_on_command_line(_kill))
 
     p = subparsers.add_parser(
@@ -461,7 +474,7 @@ def _token_lines(m: Any) -> list[str]:
 
 
 def _kill(ns: argparse.Namespace) -> int:
-    print(jobs.kill(ns.app_id).summary())
+    print(jobs.kill(ns.app_id, graceful=ns.graceful).summary())
     return 0
 
 

@@ -23,6 +23,7 @@ from tfyarn.errors import MasterError, MasterRefusedError, MasterUnavailableErro
 from tfyarn.runtime import tokens as _tokens
 from tfyarn.runtime.child import StopRequest
 from tfyarn.runtime.context import TaskContext
+from tfyarn.runtime.notice import NoticeBoard
 from tfyarn.runtime.timeouts import Timeouts
 
 log = logging.getLogger("tfyarn.runtime")
@@ -38,10 +39,13 @@ class MasterSession:
         *,
         credentials: tuple[bytes, bytes] | None,
         timeouts: Timeouts,
+        notices: NoticeBoard | None = None,
     ) -> None:
         self.ctx = ctx
         self.spec = ctx.spec
         self.stop = stop
+        # Where a StopNotice goes for the script to see (None: nowhere).
+        self.notices = notices
         self.timeouts = timeouts
         self.credentials = credentials
         self.client: MasterClient | None = None  # once the address is known (start)
@@ -152,6 +156,9 @@ class MasterSession:
                         self._on_credentials(event.credentials)
                     elif event.HasField("cluster_spec"):
                         self._on_cluster(event.cluster_spec)
+                    elif event.HasField("stop_notice"):
+                        if self.notices is not None:
+                            self.notices.post(event.stop_notice)
                     elif event.HasField("stop"):
                         self.stop.set(
                             event.stop.reason,
@@ -205,14 +212,16 @@ class MasterSession:
     def _heartbeat(self) -> None:
         client = self.client
         assert client is not None
-        request = pb.HeartbeatRequest(
-            task=self.ctx.task_key(), attempt=self.ctx.attempt
-        )
         interval = heartbeat_interval(
             self.spec.heartbeat_interval, len(self.spec.task_keys())
         )
         last_ok = time.monotonic()
         while not self.done.wait(interval):
+            request = pb.HeartbeatRequest(
+                task=self.ctx.task_key(),
+                attempt=self.ctx.attempt,
+                heeds_notice=self.notices is not None and self.notices.heeded(),
+            )
             try:
                 client.heartbeat(request, timeout=max(interval, 5.0))
                 last_ok = time.monotonic()
