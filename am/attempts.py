@@ -131,8 +131,11 @@ class Attempts:
         state = self.state
         try:
             task = state.task(role, index)
-        except TaskRejected:
-            return None
+        except TaskRejected:  # or a worker a resize removed (am/resize.py)
+            left = state.resizer.leaving_task(role, index)
+            if left is None:
+                return None
+            task = left
         if task.in_place_stop is not None and attempt == task.attempt - 1:
             return task
         return None

@@ -155,6 +155,7 @@ class Reconciler:
             self._check_stall(now)
             state.notices.check(now)
             await self._enforce_stops(now)
+            await state.resizer.check(now)
             await self._relaunch_ready(now)
         if state.finishing_since is not None:
             self._check_finishing(now)

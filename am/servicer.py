@@ -116,6 +116,19 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
         )
         return pb.StopJobReply(grace_seconds=grace, tasks=tasks)
 
+    async def Resize(
+        self, request: pb.ResizeRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResizeReply:
+        before, message = await _guard(
+            context,
+            lambda: self.state.resizer.request(
+                request.num_worker, request.reason or "tfyarn scale"
+            ),
+        )
+        return pb.ResizeReply(
+            previous=before, num_worker=request.num_worker, message=message
+        )
+
 
 async def _guard(context: grpc.aio.ServicerContext, call: Callable[[], Any]) -> Any:
     """Run a state call; turn a rejection into the matching gRPC status."""
@@ -202,6 +215,7 @@ def _handlers(
         "ReportProgress": unary(servicer.ReportProgress, pb.ReportProgressRequest),
         "ReportTaskEnd": unary(servicer.ReportTaskEnd, pb.ReportTaskEndRequest),
         "StopJob": unary(servicer.StopJob, pb.StopJobRequest),
+        "Resize": unary(servicer.Resize, pb.ResizeRequest),
     }
 
 

@@ -45,6 +45,7 @@ from am.notice import Notices
 from am.policy import Action, Failure
 from am.publish import Publisher, snapshot, yarn_progress
 from am.reconcile import Reconciler
+from am.resize import Resizer
 from am.transitions import (
     NEW_ATTEMPT,
     IllegalTransition,
@@ -177,6 +178,7 @@ class JobState:
         self.reconciler = Reconciler(self)
         self.attempts = Attempts(self)  # ends and begins tasks' attempts
         self.notices = Notices(self)  # graceful ends of a generation (am/notice.py)
+        self.resizer = Resizer(self)  # other worker counts (am/resize.py)
         # Delegation tokens (am/tokens.py): the newest fresh ones as a
         # serialized ClusterEvent for every stream, what the status says of
         # them, and a line naming an expired token in a failure's diagnostics.
@@ -557,7 +559,7 @@ class JobState:
             self.attempts.replace(task, reason)
         else:
             self._record_restart(f"cluster restarted: {reason}", charge=True)
-            self._restart_cluster(reason)
+            self.restart_cluster(reason)
 
     def _on_disruption(self, task: Task, reason: str, action: Action) -> None:
         """YARN took the task's container back: it comes back, outside the budget."""
@@ -576,7 +578,7 @@ class JobState:
         if action is Action.REPLACE_TASK:
             self.attempts.replace(task, reason)
         else:
-            self._restart_cluster(reason)
+            self.restart_cluster(reason)
 
     def _record_restart(self, why: str, *, charge: bool) -> None:
         if charge:
@@ -617,9 +619,9 @@ class JobState:
     def restart_on_purpose(self, why: str) -> None:
         """A restart the master decided with the cluster intact (after its notice)."""
         self._record_restart(f"cluster restarted: {why}", charge=False)
-        self._restart_cluster(why)
+        self.restart_cluster(why)
 
-    def _restart_cluster(self, reason: str) -> None:
+    def restart_cluster(self, reason: str) -> None:
         """Stop every task and form the TensorFlow cluster again from scratch."""
         self.cluster_restarts += 1
         self.move_to(Phase.RESTARTING)

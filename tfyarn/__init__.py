@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "check": "tfyarn._api",
     "kill": "tfyarn._api",
+    "scale": "tfyarn._api",
     "logs": "tfyarn._api",
     "status": "tfyarn._api",
     "submit": "tfyarn._api",
@@ -54,7 +55,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from tfyarn._api import check, kill, logs, status, submit, wait
+    from tfyarn._api import check, kill, logs, scale, status, submit, wait
     from tfyarn.client import JobStatus, connect, list_jobs
     from tfyarn.errors import (
         ClusterError,

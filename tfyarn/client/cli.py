@@ -1,4 +1,4 @@
-"""``tfyarn submit|status|kill|list|logs``: argv to :mod:`tfyarn.client` calls.
+"""``tfyarn submit|status|kill|scale|list|logs``: argv to :mod:`tfyarn.client` calls.
 
 The options of ``submit`` are generated from ``conf/tfyarn-schema.yaml``, so
 every option is also a config-file key of the same name and the two cannot
@@ -37,6 +37,7 @@ from tfyarn.client import (
 from tfyarn.client.compile import to_skein
 from tfyarn.client.follow import follow, wait
 from tfyarn.client.progressview import LiveView
+from tfyarn.client.scale import scale as scale_job
 from tfyarn.errors import ClusterError
 from tfyarn.spec import JobSpec
 
@@ -145,6 +146,21 @@ def add_commands(subparsers: Any) -> None:
         "any signal; a resubmission resumes there",
     )
     p.set_defaults(func=_on_command_line(_kill))
+
+    p = subparsers.add_parser(
+        "scale",
+        help="change a running job's number of workers",
+        description="Change a running job's number of workers: every task gets "
+        "a stop notice (scripts that call tfyarn.should_stop() save at their "
+        "current step), then the next generation starts with N workers. "
+        "ps, chief and evaluator counts stay.",
+    )
+    p.add_argument("app_id", help="application id (application_...)")
+    # Not add_option: its hidden dashed alias would be required too.
+    p.add_argument(
+        "--num_worker", type=int, required=True, metavar="N", help="workers from now on"
+    )
+    p.set_defaults(func=_on_command_line(_scale))
 
     p = subparsers.add_parser(
         "list",
@@ -475,6 +491,11 @@ def _token_lines(m: Any) -> list[str]:
 
 def _kill(ns: argparse.Namespace) -> int:
     print(jobs.kill(ns.app_id, graceful=ns.graceful).summary())
+    return 0
+
+
+def _scale(ns: argparse.Namespace) -> int:
+    print(scale_job(ns.app_id, num_worker=ns.num_worker).summary())
     return 0
 
 
