@@ -43,9 +43,12 @@ class Attempts:
         state = self.state
         task.tell_stop(stop_event(reason, state.spec.stop_grace))
         task.watchers.clear()
-        # A wedged or silent task cannot use a grace: kill it at once.
-        wedged = task.state is TaskState.LOST
-        self._queue_relaunch(task, 0 if wedged else state.spec.stop_grace + KILL_MARGIN)
+        # A wedged or silent task cannot use a grace, nor one whose container
+        # is still asked for (nothing runs there): kill it at once.
+        at_once = task.state in (TaskState.LOST, TaskState.REQUESTED)
+        self._queue_relaunch(
+            task, 0 if at_once else state.spec.stop_grace + KILL_MARGIN
+        )
         state.next_attempt(task, reason)
 
     def replace(self, task: Task, reason: str) -> None:

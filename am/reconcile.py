@@ -144,11 +144,12 @@ class Reconciler:
                 )
             if self._accounts:
                 await asyncio.sleep(0)  # let NodeManager accounts asked for finish
-            for task in state.tasks.values():
+            for task in list(state.tasks.values()):  # a failure may drop one
                 self._watch_container(task, now)
             self._judge_held(now)
             if not state.log_each:
                 self._log_summary()
+            state.elastic.check(now)  # before gang allocation gives back all
             state.check_gang(now)
             self._check_registration(now)
             self._check_heartbeats(now)
@@ -284,7 +285,7 @@ class Reconciler:
 
     async def _enforce_stops(self, now: float) -> None:
         state = self.state
-        for task in state.tasks.values():
+        for task in list(state.tasks.values()):  # a failure may drop one
             if task.stop_requested_at is None or task.state.is_terminal():
                 continue
             if task in state.relaunch:
@@ -463,6 +464,7 @@ class Reconciler:
             for t in state.tasks.values()
             if t.state in (TaskState.REQUESTED, TaskState.ALLOCATED)
             and t.stop_requested_at is None
+            and t not in state.resizer.standby  # it may wait as long as it takes
             and now - t.requested_at > timeout
         ]
         if not late:
@@ -504,7 +506,7 @@ class Reconciler:
         # Big jobs heartbeat less often (tfyarn.contract.heartbeat).
         interval = heartbeat_interval(state.spec.heartbeat_interval, len(state.tasks))
         timeout = heartbeat_timeout(state.spec.heartbeat_timeout, interval)
-        for task in state.tasks.values():
+        for task in list(state.tasks.values()):  # a failure may drop one
             if (
                 task.state.is_registered()
                 and task.stop_requested_at is None

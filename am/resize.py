@@ -75,6 +75,12 @@ class Resizer:
     def __init__(self, state: JobState) -> None:
         self.state = state
         self.reasons: list[str] = []  # one per resize, oldest first
+        # The worker count to keep or grow back to: the submitted one, then
+        # what `tfyarn scale` asked (--min_worker shrinks below it for a while).
+        self.target = state.spec.count(Role.WORKER)
+        # Workers asked for ahead of a resize (am/elastic.py): in state.tasks,
+        # not in the cluster, until a resize makes them members.
+        self.standby: set[Task] = set()
         # Removed workers until their containers ended: key -> (task, kill by).
         self.leaving: dict[tuple[Role, int], tuple[Task, float]] = {}
         self._kill_tries: dict[str, int] = {}
@@ -96,16 +102,22 @@ class Resizer:
         if refused is not None:
             raise refused
         before = state.spec.count(Role.WORKER)
+        self.target = num_worker
         if num_worker == before:
             return before, f"the job already has {before} worker(s): nothing to do"
-        reason = f"resized from {before} to {num_worker} worker(s): {why}"
-        grace = state.notices.begin(
-            reason, functools.partial(self.apply, num_worker, reason)
+        grace = self.begin(
+            num_worker, f"resized from {before} to {num_worker} worker(s): {why}"
         )
         return before, (
             f"stop notice sent (up to {grace:.0f} s to save), then the next "
             f"generation with {num_worker} worker(s)"
         )
+
+    def begin(self, num_worker: int, reason: str) -> float:
+        """A stop notice now, the generation of ``num_worker`` workers after it;
+        the notice's grace."""
+        then = functools.partial(self.apply, num_worker, reason)
+        return self.state.notices.begin(reason, then)
 
     def apply(self, num_worker: int, reason: str) -> None:
         """The next generation with ``num_worker`` workers (after the notice)."""
@@ -122,12 +134,17 @@ class Resizer:
         state.spec = spec
         for index in range(num_worker, before):
             self._remove(state.tasks.pop((Role.WORKER, index)), reason)
+        # Workers standing by for these indexes join with their containers.
+        self.standby -= {t for t in self.standby if t.index < num_worker}
         state.restart_cluster(reason)
         added = {}
         for index in range(before, num_worker):
-            added[(Role.WORKER, index)] = self._add(index, reason)
+            if (Role.WORKER, index) not in state.tasks:
+                added[(Role.WORKER, index)] = self._add(index, reason)
         # In launch order: TensorFlow's worker i is the i-th of the list.
-        state.tasks = {k: state.tasks.get(k) or added[k] for k in spec.task_keys()}
+        tasks = {k: state.tasks.get(k) or added[k] for k in spec.task_keys()}
+        tasks.update({(t.role, t.index): t for t in self.standby})
+        state.tasks = tasks
         state.cluster_members = tuple(
             t for t in state.tasks.values() if t.role.in_cluster_spec()
         )
@@ -162,6 +179,20 @@ class Resizer:
         task.retire_by = task.relaunch_at = 0.0
         state.relaunch.add(task)
         return task
+
+    def add_standby(self, index: int, why: str) -> Task:
+        """Ask YARN for worker ``index``'s container ahead of a resize: it
+        registers and waits, outside the cluster (am/elastic.py)."""
+        task = self._add(index, why)
+        self.state.tasks[(Role.WORKER, index)] = task
+        self.standby.add(task)
+        return task
+
+    def drop_standby(self, task: Task, why: str) -> None:
+        """A standing-by worker is not wanted (or failed): it leaves the job."""
+        self.standby.discard(task)
+        self.state.tasks.pop((task.role, task.index), None)
+        self._remove(task, why)
 
     def leaving_task(self, role: str, index: int) -> Task | None:
         """A removed worker whose container has not ended yet."""

@@ -29,6 +29,7 @@ from typing import Any
 
 from am import policy, restart_record
 from am.attempts import Attempts
+from am.elastic import Elastic
 from am.gang import Gang
 from am.launcher import ContainerInfo, Launcher
 from am.model import (
@@ -179,6 +180,7 @@ class JobState:
         self.attempts = Attempts(self)  # ends and begins tasks' attempts
         self.notices = Notices(self)  # graceful ends of a generation (am/notice.py)
         self.resizer = Resizer(self)  # other worker counts (am/resize.py)
+        self.elastic = Elastic(self)  # --min_worker (am/elastic.py)
         # Delegation tokens (am/tokens.py): the newest fresh ones as a
         # serialized ClusterEvent for every stream, what the status says of
         # them, and a line naming an expired token in a failure's diagnostics.
@@ -341,6 +343,9 @@ class JobState:
             self.notices.begin(why, functools.partial(self.restart_on_purpose, why))
             self.poke()
             return self.generation
+        if self.elastic.hold(task):
+            self.poke()  # a standby worker: it joins at the next resize
+            return self.generation
         if self._cluster_event is not None:
             # Late joiners (an evaluator, a replaced worker at its old address)
             # get the cluster that already formed.
@@ -374,7 +379,8 @@ class JobState:
         if self.credentials is not None and self.credentials[1] > known_credentials:
             # Before the ClusterSpec: the script starts with fresh tokens.
             watcher.put(self.credentials[0])
-        if self._cluster_event is not None and self.generation > known:
+        standby = task in self.resizer.standby  # not in this cluster
+        if self._cluster_event is not None and self.generation > known and not standby:
             watcher.put(self._cluster_event)
         self.notices.on_watch(task, watcher)
         if task.stop_requested_at is not None or self.phase.is_terminal():
@@ -504,6 +510,8 @@ class JobState:
         ``kind`` says whose doing it was (:class:`am.policy.Failure`); a script
         error is compared with the errors the job already failed with.
         """
+        if self.elastic.on_failure(task, reason):
+            return  # a standby worker: dropped, asked for again later
         error, signature = "", ""
         if kind is Failure.EXIT:
             error = error_line(task.stderr_tail)
@@ -699,6 +707,8 @@ class JobState:
             "cluster formed (generation %d, %d tasks)", self.generation, len(members)
         )
         for task in self.tasks.values():
+            if task in self.resizer.standby:
+                continue  # not in this cluster: it joins at the next resize
             if task.state is TaskState.REGISTERED:
                 # Logged once above for all of them.
                 self.mark(

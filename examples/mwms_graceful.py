@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
 import keras
 import tensorflow as tf
@@ -53,6 +54,9 @@ def main() -> None:
     parser.add_argument("--checkpoint_every", type=int, default=500, help="0: never")
     parser.add_argument("--global_batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=0.01)
+    parser.add_argument(
+        "--pause", type=float, default=0.0, help="seconds between steps (a slow demo)"
+    )
     args = parser.parse_args()
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
@@ -123,6 +127,7 @@ def main() -> None:
             tfyarn.report_progress(current, loss=loss, total_steps=args.steps)
             if args.checkpoint_every and current % args.checkpoint_every == 0:
                 save(checkpoint, args.checkpoint_dir, resolver.task_id)
+            time.sleep(args.pause)
     except SystemExit as exit_:
         if exit_.code == tfyarn.RESTART_CODE:
             print(f"saved_at={int(step.numpy())}", flush=True)

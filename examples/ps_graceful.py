@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import sys
+import time
 
 import tensorflow as tf
 
@@ -120,6 +121,7 @@ def coordinate(args: argparse.Namespace) -> None:
             manager.save()
             saved = current
             print(f"step {current}: loss={loss:.4f}", flush=True)
+        time.sleep(args.pause)
     manager.save()
     print(f"steps={current}", flush=True)
 
@@ -138,6 +140,9 @@ def main() -> None:
     )
     parser.add_argument("--steps", type=int, default=2000, help="total, across runs")
     parser.add_argument("--round", type=int, default=10, help="steps between checks")
+    parser.add_argument(
+        "--pause", type=float, default=0.0, help="seconds between rounds (a slow demo)"
+    )
     parser.add_argument("--checkpoint_every", type=int, default=500)
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--learning_rate", type=float, default=0.5)

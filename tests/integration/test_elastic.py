@@ -125,3 +125,130 @@ def test_kill_graceful_saves_where_it_stopped_and_a_resubmission_resumes(
         assert numbers(text, "start_step") == [stopped_at]  # nothing redone
         assert numbers(text, "steps") == [target]
         assert accuracy_from(text) >= MIN_ACCURACY
+
+
+def scale(job: Job, num_worker: int, *, cli: bool = False) -> None:
+    """``tfyarn scale`` as a user runs it (``cli``), else ``tfyarn.scale``
+    through the session's client (no new YARN driver: a notice within a second)."""
+    if cli:
+        done = run_cli("scale", job.app_id, "--num_worker", str(num_worker))
+        assert done.returncode == 0, done.stderr
+        assert f"-> {num_worker} workers" in done.stdout, done.stdout
+        return
+    result = client.scale(job.app_id, num_worker=num_worker, client=job.yarn)
+    assert result.num_worker == num_worker and result.previous != num_worker
+
+
+def final_master(job: Job) -> Any:
+    """The master's final record of an ended job."""
+    master = client.status(job.app_id, client=job.yarn).master
+    assert master is not None, f"{job.app_id} left no final record"
+    return master
+
+
+def wait_for_generation(job: Job, workers: int, timeout: float = 150) -> int:
+    """Wait until the job runs with ``workers`` workers again and its lead has
+    reported progress in that generation; return the lead's step then."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        master = client.status(job.app_id, client=job.yarn).master
+        if master is not None and master.phase.value == "RUNNING":
+            mine = [t for t in master.tasks if t.role == "worker"]
+            lead = master.task(master.lead or "")
+            if (
+                len(mine) == workers
+                and all(t.state.value == "RUNNING" for t in mine)
+                and lead is not None
+                and lead.step is not None
+            ):
+                return lead.step
+        time.sleep(1)
+    raise AssertionError(f"{job.app_id} never ran with {workers} workers")
+
+
+def generations(text: str) -> tuple[list[int], list[int], list[int]]:
+    """(start steps, saved steps, worker counts) of a task's generations."""
+    return (
+        numbers(text, "start_step"),
+        numbers(text, "saved_at"),
+        numbers(text, "workers"),
+    )
+
+
+def test_mwms_scaled_2_3_2_while_training_redoes_no_step(
+    yarn: Any, digits: str, base: str
+) -> None:
+    steps = 900
+    args = [*mwms_args(digits, base + "/mwms", steps), "--pause", "0.05"]
+    with running_job(
+        yarn,
+        EXAMPLES / "mwms_graceful.py",
+        args=args,
+        num_worker=2,
+        max_restarts=0,
+        stop_grace=STOP_GRACE,
+    ) as job:
+        wait_for_step(job, 100)
+        scale(job, 3, cli=True)
+        at = wait_for_generation(job, 3)
+        wait_for_step(job, at + 50)
+        scale(job, 2)
+        job.wait(timeout=600)
+        master = final_master(job)
+        lead = job.logs("worker:0")
+        added = job.logs("worker:2")
+    starts, saved, sizes = generations(lead)
+    print(f"worker:0 started at {starts}, saved at {saved}, sizes {sizes}")
+    assert sizes == [2, 3, 2]
+    # Every generation starts where the one before saved: no step redone.
+    assert len(saved) == 2 and starts == [0, *saved], (starts, saved)
+    assert numbers(lead, "steps") == [steps]
+    assert accuracy_from(lead) >= MIN_ACCURACY
+    # The added worker trained in the 3-worker generation only, in step.
+    assert generations(added) == ([saved[0]], [saved[1]], [3])
+    assert master.resizes == 2 and master.budget_used == 0
+    assert master.restarts == 0
+
+
+def test_ps_job_scaled_up_and_down_redoes_no_step(
+    yarn: Any, digits: str, base: str
+) -> None:
+    steps = 1500
+    args = [
+        "--data",
+        digits,
+        "--checkpoint_dir",
+        base + "/ps",
+        "--steps",
+        str(steps),
+        "--checkpoint_every",
+        "100000",  # only the notices' saves (and the last)
+        "--pause",
+        "0.2",
+    ]
+    with running_job(
+        yarn,
+        EXAMPLES / "ps_graceful.py",
+        args=args,
+        num_chief=1,
+        num_ps=1,
+        num_worker=2,
+        max_restarts=0,
+        stop_grace=STOP_GRACE,
+        worker_grace=2,
+    ) as job:
+        wait_for_step(job, 200)
+        scale(job, 3)
+        at = wait_for_generation(job, 3)
+        wait_for_step(job, at + 100)
+        scale(job, 2)
+        job.wait(timeout=600)
+        master = final_master(job)
+        chief = job.logs("chief:0")
+    starts, saved, sizes = generations(chief)
+    print(f"chief started at {starts}, saved at {saved}, sizes {sizes}")
+    assert sizes == [2, 3, 2]
+    assert len(saved) == 2 and starts == [0, *saved], (starts, saved)
+    assert numbers(chief, "steps") == [steps]
+    assert accuracy_from(chief) >= MIN_ACCURACY
+    assert master.resizes == 2 and master.budget_used == 0
