@@ -300,6 +300,21 @@ def test_status_shows_the_task_table(
     assert "TASK" in out and "worker:1  FAILED" in out
 
 
+def test_status_counts_resizes_and_shows_a_stop_notice(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    running = snap("RUNNING", "RUNNING", "RUNNING", "RUNNING", formed=True)
+    running.resizes = 1
+    running.resize_reasons = ["resized from 1 to 2 worker(s): tfyarn scale"]
+    running.stop_notice = "stop notice: resized from 2 to 3 worker(s): tfyarn scale"
+    use(monkeypatch, FakeYarn([Report(state="RUNNING")], snaps=[running]))
+    assert main(["status", APP_ID]) == 0
+    out = capsys.readouterr().out
+    assert "generation 1, restarts 0, resizes 1, cluster formed" in out
+    assert "notice:       stop notice: resized from 2 to 3 worker(s)" in out
+    assert "  1. resized from 1 to 2 worker(s): tfyarn scale" in out
+
+
 def test_status_of_unknown_app(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -452,10 +452,13 @@ def _status(ns: argparse.Namespace) -> int:
         m = st.master
         formed = "yes" if m.cluster_formed_at else "not yet"
         final = " (final record)" if st.record else ""
+        resized = f", resizes {m.resizes}" if m.resizes else ""
         print(
             f"master:       phase {m.phase.value}, generation {m.generation}, "
-            f"restarts {m.restarts}, cluster formed: {formed}{final}"
+            f"restarts {m.restarts}{resized}, cluster formed: {formed}{final}"
         )
+        if m.stop_notice:
+            print(f"notice:       {m.stop_notice}")
         if st.record:
             print(f"record:       {st.record}, kept by the master as the job ended")
         for line in _token_lines(m):
