@@ -174,6 +174,7 @@ class Resizer:
         state = self.state
         earlier = self.leaving.get((Role.WORKER, index))
         attempt = earlier[0].attempt + 1 if earlier else 0
+        # A new record, not a move: it begins where every later attempt does.
         task = Task(role=Role.WORKER, index=index, attempt=attempt, state=NEW_ATTEMPT)
         state.note(task, f"{NEW_ATTEMPT.value}: added: {reason}")
         task.retire_by = task.relaunch_at = 0.0

@@ -15,7 +15,9 @@ they only record facts and make decisions, never wait. The master's parts:
   in place) and queueing the next;
 - :mod:`am.reconcile`: the one reconcile loop, every effect on YARN
   (launch, kill, relaunch, timeouts, shutdown); :meth:`JobState.run`;
-- :mod:`am.publish`: the ``tfyarn.status`` snapshot and YARN's progress.
+- :mod:`am.publish`: the ``tfyarn.status`` snapshot and YARN's progress;
+- :mod:`am.notice`, :mod:`am.resize`, :mod:`am.elastic`: graceful stops, other
+  worker counts (``tfyarn scale``) and ``--min_worker``.
 """
 
 from __future__ import annotations
