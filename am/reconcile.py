@@ -579,6 +579,8 @@ class Reconciler:
         """After ``stop_job``: the client kills the app; if it never does, end it."""
         state = self.state
         assert state.stopping_since is not None
+        if state.notices.active:
+            return  # `kill --graceful`: the Stops (and this wait) come after it
         grace = max((t.stop_grace for t in state.tasks.values()), default=0.0)
         if now - state.stopping_since > grace + 2 * KILL_MARGIN + STOPPED_LINGER:
             state.outcome = (Phase.KILLED, state.stop_reason)

@@ -95,7 +95,9 @@ def main() -> None:
         resolver,
         checkpoint,
         checkpoint_dir=args.checkpoint_dir,
-        termination_config=tfyarn.termination_config(),
+        termination_config=tfyarn.termination_config(
+            before_exit=lambda: print(f"saved_at={int(step.numpy())}", flush=True)
+        ),
     )
     print(f"start_step={int(step.numpy())}", flush=True)
     print(f"workers={workers} restart={os.environ.get('TFYARN_RESTART', '0')}")
@@ -119,19 +121,14 @@ def main() -> None:
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
     current = int(step.numpy())
-    try:
-        while current < args.steps:
-            # Saves and exits (tfyarn.RESTART_CODE) here once a notice came.
-            loss = float(handler.run(train_step))
-            current = int(step.numpy())
-            tfyarn.report_progress(current, loss=loss, total_steps=args.steps)
-            if args.checkpoint_every and current % args.checkpoint_every == 0:
-                save(checkpoint, args.checkpoint_dir, resolver.task_id)
-            time.sleep(args.pause)
-    except SystemExit as exit_:
-        if exit_.code == tfyarn.RESTART_CODE:
-            print(f"saved_at={int(step.numpy())}", flush=True)
-        raise
+    while current < args.steps:
+        # Saves and exits (tfyarn.RESTART_CODE) here once a notice came.
+        loss = float(handler.run(train_step))
+        current = int(step.numpy())
+        tfyarn.report_progress(current, loss=loss, total_steps=args.steps)
+        if args.checkpoint_every and current % args.checkpoint_every == 0:
+            save(checkpoint, args.checkpoint_dir, resolver.task_id)
+        time.sleep(args.pause)
     save(checkpoint, args.checkpoint_dir, resolver.task_id)
     print(f"steps={current}", flush=True)
 

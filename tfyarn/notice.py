@@ -20,8 +20,11 @@ Outside a tfyarn job nothing is ever noticed: :func:`should_stop` is False.
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from tfyarn.contract.notice import (
@@ -87,14 +90,24 @@ def stop_grace() -> float:
         return 0.0
 
 
-def termination_config(*, grace_period: float = 0.0, save_fn: Any = None) -> Any:
+def termination_config(
+    *,
+    grace_period: float = 0.0,
+    save_fn: Any = None,
+    before_exit: Callable[[], object] | None = None,
+) -> Any:
     """A ``tf.distribute.experimental.TerminationConfig`` wired to tfyarn's notices.
 
     Pass it to ``tf.distribute.experimental.PreemptionCheckpointHandler``
     (``MultiWorkerMirroredStrategy``): its watcher is :func:`should_stop`, so
     when a notice reaches any worker, every worker saves at the same step and
     then exits with :data:`RESTART_CODE`, which the master takes as "saved,
-    start me again" (not a failure, nothing charged).
+    start me again" (not a failure, nothing charged). The exit is immediate
+    (``os._exit`` once stdout, stderr and logging are flushed): the
+    checkpoint is written by then, and the interpreter's teardown of a
+    multi-worker TensorFlow runtime whose peers are exiting too can take
+    seconds or hang. ``atexit`` handlers do not run; put what must happen in
+    ``before_exit``.
 
     Parameters
     ----------
@@ -106,6 +119,9 @@ def termination_config(*, grace_period: float = 0.0, save_fn: Any = None) -> Any
         :func:`stop_grace`, after which the master sends SIGTERM.
     save_fn
         TensorFlow's ``save_fn`` (default: the handler's checkpoint manager).
+    before_exit
+        Called once the checkpoint is saved, just before the exit (say, to
+        print the step it was saved at).
 
     Returns
     -------
@@ -122,14 +138,25 @@ def termination_config(*, grace_period: float = 0.0, save_fn: Any = None) -> Any
     should_stop()  # heeds notices from now on, before the first step
     return tf.distribute.experimental.TerminationConfig(
         termination_watcher_fn=should_stop,
-        exit_fn=_exit_for_restart,
+        exit_fn=functools.partial(_exit_for_restart, before_exit),
         grace_period=grace_period,
         save_fn=save_fn,
     )
 
 
-def _exit_for_restart() -> None:
-    sys.exit(RESTART_CODE)
+def _exit_for_restart(before_exit: Callable[[], object] | None = None) -> None:
+    """Exit with the restart code now: what must be said is flushed first."""
+    try:
+        if before_exit is not None:
+            before_exit()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        logging.shutdown()
+        os._exit(RESTART_CODE)
 
 
 def _leave_marker(path: str) -> None:

@@ -84,19 +84,25 @@ def test_without_a_script_that_heeds_notices_the_stops_follow_at_once() -> None:
 
 
 def test_a_script_still_saving_at_the_deadline_is_stopped() -> None:
-    spec = job(tasks={"worker": 2}, stop_grace=4)
+    # A grace longer than the master's wait for the client's kill after the
+    # Stops (am.reconcile.STOPPED_LINGER): the notice's wait is not part of it.
+    spec = job(tasks={"worker": 2}, stop_grace=60)
 
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
         form(state, launcher)
         stream = state.watch("worker", 0, 0, known=0)
         state.heartbeat("worker", 0, 0, heeds_notice=True)
         state.stop_job("stopped by tfyarn kill", 0, graceful=True)
-        for _ in range(3):
+        for _ in range(59):
+            state.heartbeat("worker", 0, 0, heeds_notice=True)
+            state.heartbeat("worker", 1, 0)
             await tick(state, clock)
         assert state.notices.active and "0 of 2" in state.notices.describe()
-        await tick(state, clock)  # 4 s: the deadline
+        assert state.outcome is None  # still waiting for the save
+        await tick(state, clock)  # 60 s: the deadline
         assert not state.notices.active
         assert kinds(queued(stream))[-1] == "stop"
+        assert all(t.stop_requested_at is not None for t in state.tasks.values())
         state.request_kill("test over")
 
     run(spec, scenario)

@@ -81,16 +81,31 @@ def test_a_notice_that_is_not_one_reads_as_none(stop_file: Path) -> None:
     assert tfyarn.should_stop() is True  # the file's presence is the signal
 
 
+class Exited(Exception):
+    """What the test's stand-in for ``os._exit`` raises."""
+
+
 def test_termination_config_watches_notices_and_exits_with_the_restart_code(
-    stop_file: Path,
+    stop_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import tensorflow as tf
 
-    config = tfyarn.termination_config()
+    def exit_(code: int) -> None:
+        raise Exited(code)
+
+    monkeypatch.setattr(script_notice.os, "_exit", exit_)
+    monkeypatch.setattr(script_notice.logging, "shutdown", lambda: None)
+    config = tfyarn.termination_config(before_exit=lambda: print("saved_at=7"))
     assert isinstance(config, tf.distribute.experimental.TerminationConfig)
     assert config.termination_watcher_fn is script_notice.should_stop
     assert config.grace_period == 0.0
     assert contract.heeded_marker(stop_file).exists()  # heeds from the start
-    with pytest.raises(SystemExit) as exit_:
+    with pytest.raises(Exited) as exited:
         config.exit_fn()
-    assert exit_.value.code == contract.RESTART_CODE
+    assert exited.value.args == (contract.RESTART_CODE,)
+    assert capsys.readouterr().out == "saved_at=7\n"  # said before the exit
+    # Even a failing before_exit ends the process with the restart code.
+    broken = tfyarn.termination_config(before_exit=lambda: 1 / 0)
+    with pytest.raises(Exited) as exited:
+        broken.exit_fn()
+    assert exited.value.args == (contract.RESTART_CODE,)
