@@ -35,7 +35,13 @@ from tfyarn.contract.notice import (
     heeded_marker,
 )
 
-__all__ = ["RESTART_CODE", "should_stop", "stop_notice", "termination_config"]
+__all__ = [
+    "RESTART_CODE",
+    "should_stop",
+    "stop_grace",
+    "stop_notice",
+    "termination_config",
+]
 
 _heeded: set[str] = set()  # stop files whose marker this process left
 
