@@ -55,6 +55,16 @@ def base(local_cluster: LocalCluster) -> Iterator[str]:
     yield from hdfs_dir()
 
 
+@pytest.fixture(scope="module")
+def digits(local_cluster: LocalCluster) -> str:
+    """The examples' data set on this cluster's HDFS, written if absent."""
+    done = run_cli("data", "count", f"{DATA}/train-*", timeout=120)
+    if done.returncode != 0:
+        made = run_cli("data", "make-example", DATA, timeout=300)
+        assert made.returncode == 0, made.stderr[-3000:]
+    return DATA
+
+
 def _tasks(snap: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {t["task"]: t for t in snap.get("tasks", [])}
 
@@ -82,7 +92,7 @@ def _running_workers(snap: dict[str, Any]) -> int:
 
 
 def test_a_crashed_host_shrinks_the_job_and_its_return_grows_it_back(
-    local_cluster: LocalCluster, yarn: Any, base: str
+    local_cluster: LocalCluster, yarn: Any, base: str, digits: str
 ) -> None:
     layout = local_cluster.layout()
     assert layout is not None
@@ -94,7 +104,7 @@ def test_a_crashed_host_shrinks_the_job_and_its_return_grows_it_back(
             EXAMPLES / "mwms_graceful.py",
             args=[
                 "--data",
-                DATA,
+                digits,
                 "--checkpoint_dir",
                 f"{base}/elastic",
                 "--steps",
