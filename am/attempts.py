@@ -10,6 +10,7 @@ kills and launches.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from am.model import (
@@ -42,9 +43,12 @@ class Attempts:
         state = self.state
         task.tell_stop(stop_event(reason, state.spec.stop_grace))
         task.watchers.clear()
-        # A wedged or silent task cannot use a grace: kill it at once.
-        wedged = task.state is TaskState.LOST
-        self._queue_relaunch(task, 0 if wedged else state.spec.stop_grace + KILL_MARGIN)
+        # A wedged or silent task cannot use a grace, nor one whose container
+        # is still asked for (nothing runs there): kill it at once.
+        at_once = task.state in (TaskState.LOST, TaskState.REQUESTED)
+        self._queue_relaunch(
+            task, 0 if at_once else state.spec.stop_grace + KILL_MARGIN
+        )
         state.next_attempt(task, reason)
 
     def replace(self, task: Task, reason: str) -> None:
@@ -91,6 +95,24 @@ class Attempts:
             and task.in_place_stop is None
         )
 
+    def give_back(
+        self, tasks: Iterable[Task], reason: str, *, relaunch_at: float
+    ) -> None:
+        """Gang allocation (am/gang.py): end these forming tasks' attempts now.
+
+        Their containers are killed at once (pending requests are cancelled
+        the same way) and the next attempts are asked for at ``relaunch_at``.
+        Nothing ran yet, so nothing to save and no address to keep.
+        """
+        now = self.state.clock()
+        for task in tasks:
+            since = task.requested_at
+            self.retire(task, reason)
+            task.retire_by = now
+            task.relaunch_at = relaunch_at
+            task.waiting_since = since
+            task.host = task.port = None
+
     def in_place_failed(self, task: Task, why: str) -> None:
         """A restart in place did not come back: ask YARN for a new container.
 
@@ -112,8 +134,11 @@ class Attempts:
         state = self.state
         try:
             task = state.task(role, index)
-        except TaskRejected:
-            return None
+        except TaskRejected:  # or a worker a resize removed (am/resize.py)
+            left = state.resizer.leaving_task(role, index)
+            if left is None:
+                return None
+            task = left
         if task.in_place_stop is not None and attempt == task.attempt - 1:
             return task
         return None

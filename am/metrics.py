@@ -146,6 +146,17 @@ class SnapshotCollector(Collector):
         )
         yield from self._restarts(snap)
         yield from self._disruptions(snap)
+        yield CounterMetricFamily(
+            "tfyarn_resizes",
+            "Worker-count changes (tfyarn scale, --min_worker), each a graceful "
+            "stop and a new generation; not charged to max_restarts",
+            value=snap.get("resizes", 0),
+        )
+        yield _gauge(
+            "tfyarn_workers",
+            "Worker tasks of the current generation",
+            sum(t.get("role") == "worker" for t in tasks),
+        )
         formed, started = snap.get("cluster_formed_at"), snap.get("started")
         if formed is not None and started is not None:
             yield _gauge(

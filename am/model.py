@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from tfyarn._proto import master_pb2 as pb
+from tfyarn.contract.failure import error_first
 from tfyarn.contract.status import TaskState
 from tfyarn.spec import Role
 
@@ -102,6 +103,9 @@ class Task:
     # new attempt must register in the same container, else a new one is asked for.
     in_place_stop: bytes | None = None
     in_place_by: float = 0.0
+    # Its script asked tfyarn.should_stop() (heartbeats say): a stop notice
+    # waits for it to save and end (am/notice.py).
+    heeds_notice: bool = False
 
     @property
     def key(self) -> str:
@@ -133,3 +137,18 @@ def stop_event(reason: str, grace: float, *, next_attempt: int = 0) -> bytes:
     """A serialized ``ClusterEvent`` carrying a Stop (``next_attempt``: in place)."""
     stop = pb.Stop(reason=reason, grace_seconds=grace, next_attempt=next_attempt)
     return pb.ClusterEvent(stop=stop).SerializeToString()
+
+
+def exit_reason(task: Task, hint: str = "") -> str:
+    """Why a task's script failed, for diagnostics: its exit, its error, ``hint``."""
+    text = f"{task.key} ({task.where()}) exited with code {task.exit_code}"
+    if task.exit_code is not None and task.exit_code < 0:
+        text += f" (killed by signal {-task.exit_code})"
+    if task.stderr_tail.strip():
+        # The exception line first: a tail cut through a traceback would
+        # otherwise show frames and ^^^^ markers, not the error.
+        lines = error_first(task.stderr_tail).splitlines()
+        text += ". Last lines of its stderr:\n" + "\n".join(
+            "  " + line for line in lines
+        )
+    return f"{text}\n{hint}" if hint else text

@@ -82,6 +82,7 @@ def decide(
     outcome_decided: bool = False,
     lead_finished: bool = False,
     stopping: bool = False,
+    draining: bool = False,
     disruptions: int = 0,
     max_disruptions: int = 0,
 ) -> Action:
@@ -89,6 +90,10 @@ def decide(
 
     - The job's outcome is settled (decided, the lead finished, or ``tfyarn
       kill`` is stopping it): ignore.
+    - The master is ending the generation on purpose (``draining``: a stop
+      notice is out, am/notice.py): ignore, charge nothing. The next
+      generation brings every task back anyway. (A script that saved and
+      exited with the restart code after the notice does not even get here.)
     - ``restart_policy`` ``never``: fail the job.
     - YARN took the task's container back (``Failure.DISRUPTED``: preempted,
       its node lost): the job's budget is not spent, the task comes back as
@@ -120,7 +125,7 @@ def decide(
     ...        max_restarts=10, repeated=True)
     <Action.FAIL_REPEATED: 'fail the job: the same error again'>
     """
-    if outcome_decided or lead_finished or stopping:
+    if outcome_decided or lead_finished or stopping or draining:
         return Action.IGNORE
     if restart_policy is RestartPolicy.NEVER:
         return Action.FAIL_NOT_RETRIED

@@ -88,6 +88,9 @@ def snapshot(state: JobState, *, keep: int | None = None) -> dict[str, Any]:
         max_disruptions=state.spec.max_disruptions,
         disruption_reasons=list(state.disruption_reasons),
         disruption_kinds=dict(state.disruption_kinds),
+        resizes=state.resizer.resizes,
+        resize_reasons=list(state.resizer.reasons),
+        stop_notice=state.notices.describe(),
     ).to_dict()
 
 

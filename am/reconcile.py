@@ -144,17 +144,20 @@ class Reconciler:
                 )
             if self._accounts:
                 await asyncio.sleep(0)  # let NodeManager accounts asked for finish
-            for task in state.tasks.values():
+            for task in list(state.tasks.values()):  # a failure may drop one
                 self._watch_container(task, now)
             await state.gpus.reconcile()  # GPUs of registered tasks (am/gpus.py)
             self._judge_held(now)
             if not state.log_each:
                 self._log_summary()
+            state.elastic.check(now)  # before gang allocation gives back all
             state.check_gang(now)
             self._check_registration(now)
             self._check_heartbeats(now)
             self._check_stall(now)
+            state.notices.check(now)
             await self._enforce_stops(now)
+            await state.resizer.check(now)
             await self._relaunch_ready(now)
         if state.finishing_since is not None:
             self._check_finishing(now)
@@ -283,7 +286,7 @@ class Reconciler:
 
     async def _enforce_stops(self, now: float) -> None:
         state = self.state
-        for task in state.tasks.values():
+        for task in list(state.tasks.values()):  # a failure may drop one
             if task.stop_requested_at is None or task.state.is_terminal():
                 continue
             if task in state.relaunch:
@@ -462,6 +465,7 @@ class Reconciler:
             for t in state.tasks.values()
             if t.state in (TaskState.REQUESTED, TaskState.ALLOCATED)
             and t.stop_requested_at is None
+            and t not in state.resizer.standby  # it may wait as long as it takes
             and now - t.requested_at > timeout
         ]
         if not late:
@@ -507,7 +511,7 @@ class Reconciler:
         # Big jobs heartbeat less often (tfyarn.contract.heartbeat).
         interval = heartbeat_interval(state.spec.heartbeat_interval, len(state.tasks))
         timeout = heartbeat_timeout(state.spec.heartbeat_timeout, interval)
-        for task in state.tasks.values():
+        for task in list(state.tasks.values()):  # a failure may drop one
             if (
                 task.state.is_registered()
                 and task.stop_requested_at is None
@@ -532,6 +536,7 @@ class Reconciler:
             not timeout
             or state.progress_at is None
             or state.phase is not Phase.RUNNING
+            or state.notices.active  # saving for a stop notice, not stalled
             or now - state.progress_at <= timeout
         ):
             return
@@ -579,6 +584,8 @@ class Reconciler:
         """After ``stop_job``: the client kills the app; if it never does, end it."""
         state = self.state
         assert state.stopping_since is not None
+        if state.notices.active:
+            return  # `kill --graceful`: the Stops (and this wait) come after it
         grace = max((t.stop_grace for t in state.tasks.values()), default=0.0)
         if now - state.stopping_since > grace + 2 * KILL_MARGIN + STOPPED_LINGER:
             state.outcome = (Phase.KILLED, state.stop_reason)

@@ -66,7 +66,10 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
         generation = await _guard(
             context,
             lambda: self.state.heartbeat(
-                request.task.role, request.task.index, request.attempt
+                request.task.role,
+                request.task.index,
+                request.attempt,
+                heeds_notice=request.heeds_notice,
             ),
         )
         self.state.gpus.heartbeat(request)
@@ -109,10 +112,25 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
         grace, tasks = await _guard(
             context,
             lambda: self.state.stop_job(
-                request.reason or "stopped by tfyarn kill", request.grace_seconds
+                request.reason or "stopped by tfyarn kill",
+                request.grace_seconds,
+                graceful=request.graceful,
             ),
         )
         return pb.StopJobReply(grace_seconds=grace, tasks=tasks)
+
+    async def Resize(
+        self, request: pb.ResizeRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ResizeReply:
+        before, message = await _guard(
+            context,
+            lambda: self.state.resizer.request(
+                request.num_worker, request.reason or "tfyarn scale"
+            ),
+        )
+        return pb.ResizeReply(
+            previous=before, num_worker=request.num_worker, message=message
+        )
 
 
 async def _guard(context: grpc.aio.ServicerContext, call: Callable[[], Any]) -> Any:
@@ -200,6 +218,7 @@ def _handlers(
         "ReportProgress": unary(servicer.ReportProgress, pb.ReportProgressRequest),
         "ReportTaskEnd": unary(servicer.ReportTaskEnd, pb.ReportTaskEndRequest),
         "StopJob": unary(servicer.StopJob, pb.StopJobRequest),
+        "Resize": unary(servicer.Resize, pb.ResizeRequest),
     }
 
 

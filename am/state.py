@@ -15,19 +15,23 @@ they only record facts and make decisions, never wait. The master's parts:
   in place) and queueing the next;
 - :mod:`am.reconcile`: the one reconcile loop, every effect on YARN
   (launch, kill, relaunch, timeouts, shutdown); :meth:`JobState.run`;
-- :mod:`am.publish`: the ``tfyarn.status`` snapshot and YARN's progress.
+- :mod:`am.publish`: the ``tfyarn.status`` snapshot and YARN's progress;
+- :mod:`am.notice`, :mod:`am.resize`, :mod:`am.elastic`: graceful stops, other
+  worker counts (``tfyarn scale``) and ``--min_worker``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from am import policy
+from am import policy, restart_record
 from am.attempts import Attempts
+from am.elastic import Elastic
 from am.gang import Gang
 from am.gpus import GpuLedger
 from am.launcher import ContainerInfo, Launcher
@@ -38,11 +42,14 @@ from am.model import (
     Task,
     TaskRejected,
     Watcher,
+    exit_reason,
     stop_event,
 )
+from am.notice import Notices
 from am.policy import Action, Failure
 from am.publish import Publisher, snapshot, yarn_progress
 from am.reconcile import Reconciler
+from am.resize import Resizer
 from am.transitions import (
     NEW_ATTEMPT,
     IllegalTransition,
@@ -51,7 +58,7 @@ from am.transitions import (
 )
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.contract import clusterspec as _clusterspec
-from tfyarn.contract.failure import error_first, error_line
+from tfyarn.contract.failure import error_line
 from tfyarn.contract.status import Phase, TaskState
 from tfyarn.spec import ROLES, JobSpec, Role
 
@@ -174,6 +181,9 @@ class JobState:
         self.publisher = Publisher(self, interval=publish_interval)
         self.reconciler = Reconciler(self)
         self.attempts = Attempts(self)  # ends and begins tasks' attempts
+        self.notices = Notices(self)  # graceful ends of a generation (am/notice.py)
+        self.resizer = Resizer(self)  # other worker counts (am/resize.py)
+        self.elastic = Elastic(self)  # --min_worker (am/elastic.py)
         # Delegation tokens (am/tokens.py): the newest fresh ones as a
         # serialized ClusterEvent for every stream, what the status says of
         # them, and a line naming an expired token in a failure's diagnostics.
@@ -326,15 +336,18 @@ class JobState:
             )
         elif moved:
             # A replaced worker could not keep its address: the running
-            # coordinator cannot reach it there, so the whole cluster re-forms.
-            # Not charged to the budget: the same failure, handled a second way.
+            # coordinator cannot reach it there, so the whole cluster re-forms,
+            # after a stop notice (the rest is intact and can save). Not
+            # charged to the budget: the same failure, handled a second way.
             why = (
                 f"{task.key} attempt {task.attempt} came back at {task.address}, "
                 f"not at its old address {formed_at} (port taken)"
             )
-            self._record_restart(f"cluster restarted: {why}", charge=False)
-            self._restart_cluster(why)
+            self.notices.begin(why, functools.partial(self.restart_on_purpose, why))
             self.poke()
+            return self.generation
+        if self.elastic.hold(task):
+            self.poke()  # a standby worker: it joins at the next resize
             return self.generation
         if self._cluster_event is not None:
             # Late joiners (an evaluator, a replaced worker at its old address)
@@ -369,8 +382,10 @@ class JobState:
         if self.credentials is not None and self.credentials[1] > known_credentials:
             # Before the ClusterSpec: the script starts with fresh tokens.
             watcher.put(self.credentials[0])
-        if self._cluster_event is not None and self.generation > known:
+        standby = task in self.resizer.standby  # not in this cluster
+        if self._cluster_event is not None and self.generation > known and not standby:
             watcher.put(self._cluster_event)
+        self.notices.on_watch(task, watcher)
         if task.stop_requested_at is not None or self.phase.is_terminal():
             reason = task.stop_reason or "the job is ending"
             watcher.put(stop_event(reason, self.spec.stop_grace))
@@ -388,11 +403,14 @@ class JobState:
     def unwatch(self, watcher: Watcher) -> None:
         watcher.task.watchers.discard(watcher)
 
-    def heartbeat(self, role: str, index: int, attempt: int) -> int:
+    def heartbeat(
+        self, role: str, index: int, attempt: int, *, heeds_notice: bool = False
+    ) -> int:
         if self.attempts.in_place_previous(role, index, attempt) is not None:
             return self.generation  # its Stop is on the way
         task = self.task(role, index, attempt)
         task.last_heartbeat = self.clock()
+        task.heeds_notice = heeds_notice
         return self.generation
 
     def progress(
@@ -422,6 +440,8 @@ class JobState:
         task = self.task(role, index, attempt)
         if task.state.is_terminal():
             return  # already decided (e.g. its container was seen gone first)
+        if self.notices.on_end(task, code):
+            return  # saved for a stop notice: it waits for the next generation
         task.exit_code = code
         task.stderr_tail = tail[-STDERR_TAIL_CHARS:]
         if task.stop_requested_at is not None:
@@ -442,12 +462,15 @@ class JobState:
                 self.on_failure(task, reason, kind)
         self.poke()
 
-    def stop_job(self, reason: str, grace: float) -> tuple[float, int]:
+    def stop_job(
+        self, reason: str, grace: float, *, graceful: bool = False
+    ) -> tuple[float, int]:
         """``tfyarn kill``: stop every task with a grace; restart nothing.
 
-        The client kills the application once the tasks ended; should it not,
-        the master ends the application KILLED itself (``am.reconcile.STOPPED_LINGER`` later).
-        Returns the grace given and how many tasks were told to stop.
+        ``graceful`` (``--graceful``): a stop notice first (am/notice.py). The
+        client kills the application once the tasks ended; should it not, the
+        master ends it KILLED itself (``am.reconcile.STOPPED_LINGER`` later).
+        Returns the longest the tasks may take and how many were told to stop.
         """
         grace = grace if grace > 0 else self.spec.stop_grace
         if self.outcome is not None:
@@ -455,17 +478,26 @@ class JobState:
         self.stopping_since = self.clock()
         self.stop_reason = reason
         self.move_to(Phase.STOPPING)
-        count = 0
+        count = sum(
+            not t.state.is_terminal() and t.stop_requested_at is None
+            for t in self.tasks.values()
+        )
+        if not graceful:
+            self._stop_tasks(reason, grace)
+            return grace, count
+        stop = functools.partial(self._stop_tasks, reason, grace)
+        notice = self.notices.begin(reason, stop, grace=grace, stops_job=True)
+        return notice + grace, count
+
+    def _stop_tasks(self, reason: str, grace: float) -> None:
+        self.stopping_since = self.clock()  # the Stops' grace counts from now
         for task in self.tasks.values():
-            if not task.state.is_terminal() and task.stop_requested_at is None:
-                count += 1
             if task.state is TaskState.RELAUNCHING and task.in_place_stop is None:
                 self.mark(task, TaskState.KILLED, f"not relaunched: {reason}")
                 continue
             self.request_stop(task, reason, grace=grace)
         self.relaunch.clear()
         self.poke()
-        return grace, count
 
     def request_kill(self, reason: str) -> None:
         """The application is being killed from outside (SIGTERM to the master)."""
@@ -481,6 +513,8 @@ class JobState:
         ``kind`` says whose doing it was (:class:`am.policy.Failure`); a script
         error is compared with the errors the job already failed with.
         """
+        if self.elastic.on_failure(task, reason):
+            return  # a standby worker: dropped, asked for again later
         error, signature = "", ""
         if kind is Failure.EXIT:
             error = error_line(task.stderr_tail)
@@ -498,6 +532,7 @@ class JobState:
             outcome_decided=self.outcome is not None,
             lead_finished=self.finishing_since is not None,
             stopping=self.stopping_since is not None,
+            draining=self.notices.active,
             disruptions=len(self.disruption_reasons),
             max_disruptions=self.spec.max_disruptions,
         )
@@ -535,7 +570,7 @@ class JobState:
             self.attempts.replace(task, reason)
         else:
             self._record_restart(f"cluster restarted: {reason}", charge=True)
-            self._restart_cluster(reason)
+            self.restart_cluster(reason)
 
     def _on_disruption(self, task: Task, reason: str, action: Action) -> None:
         """YARN took the task's container back: it comes back, outside the budget."""
@@ -554,7 +589,7 @@ class JobState:
         if action is Action.REPLACE_TASK:
             self.attempts.replace(task, reason)
         else:
-            self._restart_cluster(reason)
+            self.restart_cluster(reason)
 
     def _record_restart(self, why: str, *, charge: bool) -> None:
         if charge:
@@ -564,44 +599,14 @@ class JobState:
         self.restarts_unsaved = True
 
     def restart_record(self) -> dict[str, Any]:
-        """What a later master attempt needs to go on counting (resume_after_master_loss)."""
-        return {
-            "budget_used": self.budget_used,
-            "restarts": self.restarts,
-            "cluster_restarts": self.cluster_restarts,
-            "restart_reasons": self.restart_reasons,
-            "failures": self.failures,
-            "errors_seen": sorted(self.errors_seen),
-            "disruption_reasons": self.disruption_reasons,
-            "disruption_kinds": self.disruption_kinds,
-        }
+        """What a later master attempt needs (am/restart_record.py)."""
+        return restart_record.record_of(self)
 
     def resume_after_master_loss(
         self, attempt: int, record: dict[str, Any] | None
     ) -> None:
-        """Go on from an earlier master attempt's restart record, if it left one.
-
-        A new master attempt starts every task again, which is one more
-        cluster restart, not charged to max_restarts (YARN's max_am_attempts
-        bounds it). The failures charged before still count: without the
-        record, a task that fails every time would get a fresh budget in
-        every attempt.
-        """
-        record = record or {}
-        self.budget_used = int(record.get("budget_used", 0))
-        self.failures = [str(f) for f in record.get("failures", [])]
-        self.errors_seen = {str(e) for e in record.get("errors_seen", [])}
-        self.restart_reasons = [str(r) for r in record.get("restart_reasons", [])]
-        self.disruption_reasons = [str(r) for r in record.get("disruption_reasons", [])]
-        kinds = record.get("disruption_kinds", {})
-        self.disruption_kinds = {str(k): int(n) for k, n in kinds.items()}
-        # Without a record, count each earlier attempt as one restart.
-        self.restarts = int(record.get("restarts", attempt - 2))
-        self.cluster_restarts = int(record.get("cluster_restarts", attempt - 2)) + 1
-        self._record_restart(
-            f"application master attempt {attempt}: attempt {attempt - 1} ended",
-            charge=False,
-        )
+        """Go on from an earlier master attempt's record (am/restart_record.py)."""
+        restart_record.resume(self, attempt, record)
 
     def next_attempt(self, task: Task, why: str) -> None:
         """Forget what belonged to the task's current attempt; begin the next.
@@ -616,12 +621,18 @@ class JobState:
         task.stop_requested_at = None
         task.stop_delivered = False
         task.stop_reason = ""
+        task.heeds_notice = False
         task.last_progress = None
         task.step = None  # progress belongs to an attempt: the next one reports anew
         task.metrics = {}
         self._enter(task, NEW_ATTEMPT, why)
 
-    def _restart_cluster(self, reason: str) -> None:
+    def restart_on_purpose(self, why: str) -> None:
+        """A restart the master decided with the cluster intact (after its notice)."""
+        self._record_restart(f"cluster restarted: {why}", charge=False)
+        self.restart_cluster(why)
+
+    def restart_cluster(self, reason: str) -> None:
         """Stop every task and form the TensorFlow cluster again from scratch."""
         self.cluster_restarts += 1
         self.move_to(Phase.RESTARTING)
@@ -650,20 +661,9 @@ class JobState:
     def give_back(
         self, tasks: Iterable[Task], reason: str, *, relaunch_at: float
     ) -> None:
-        """Gang allocation (am/gang.py): end these forming tasks' attempts now.
-
-        Their containers are killed at once (pending requests are cancelled
-        the same way) and the next attempts are asked for at ``relaunch_at``.
-        Nothing ran yet, so nothing to save and no address to keep.
-        """
-        now = self.clock()
-        for task in tasks:
-            since = task.requested_at
-            self.attempts.retire(task, reason)
-            task.retire_by = now
-            task.relaunch_at = relaunch_at
-            task.waiting_since = since
-            task.host = task.port = None
+        """Gang allocation (am/gang.py): end these forming tasks' attempts now
+        (:meth:`am.attempts.Attempts.give_back`)."""
+        self.attempts.give_back(tasks, reason, relaunch_at=relaunch_at)
         self.unregistered = set(self.cluster_members)
 
     def _on_lead_success(self) -> None:
@@ -682,18 +682,7 @@ class JobState:
                 self.request_stop(task, f"{self.lead.key} finished")
 
     def _exit_reason(self, task: Task) -> str:
-        text = f"{task.key} ({task.where()}) exited with code {task.exit_code}"
-        if task.exit_code is not None and task.exit_code < 0:
-            text += f" (killed by signal {-task.exit_code})"
-        if task.stderr_tail.strip():
-            # The exception line first: a tail cut through a traceback would
-            # otherwise show frames and ^^^^ markers, not the error.
-            lines = error_first(task.stderr_tail).splitlines()
-            text += ". Last lines of its stderr:\n" + "\n".join(
-                "  " + line for line in lines
-            )
-        hint = self.failure_hint(task.stderr_tail)
-        return f"{text}\n{hint}" if hint else text
+        return exit_reason(task, self.failure_hint(task.stderr_tail))
 
     def _maybe_form_cluster(self) -> None:
         # An ending job forms nothing: its tasks are being stopped.
@@ -721,6 +710,8 @@ class JobState:
             "cluster formed (generation %d, %d tasks)", self.generation, len(members)
         )
         for task in self.tasks.values():
+            if task in self.resizer.standby:
+                continue  # not in this cluster: it joins at the next resize
             if task.state is TaskState.REGISTERED:
                 # Logged once above for all of them.
                 self.mark(

@@ -131,6 +131,14 @@ def _summary(snap: dict[str, Any], now: float) -> str:
             f"{esc(snap.get('max_disruptions'))}, not charged to max_restarts: "
             f"{esc(_kinds(snap.get('disruption_kinds') or {}))})</span>"
         )
+    if snap.get("resizes"):
+        workers = sum(t.get("role") == "worker" for t in snap.get("tasks", []))
+        items.append(
+            f"<span id='resizes'>resizes {esc(snap['resizes'])} (now "
+            f"{esc(workers)} workers; not charged to max_restarts)</span>"
+        )
+    if snap.get("stop_notice"):
+        items.append(f"<span id='stop-notice'>{esc(snap['stop_notice'])}</span>")
     items.append(f"lead {esc(snap.get('lead'))}")
     started = snap.get("started")
     if started is not None:
@@ -205,6 +213,10 @@ def _restarts(snap: dict[str, Any]) -> str:
             "<h2>Containers taken back by YARN</h2>"
             f"<ol id='disruption-reasons'>{items}</ol>"
         )
+    resized = snap.get("resize_reasons") or []
+    if resized:
+        items = "".join(f"<li>{esc(r)}</li>" for r in resized)
+        out += f"<h2>Resizes</h2><ol id='resize-reasons'>{items}</ol>"
     return out
 
 

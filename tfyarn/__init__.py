@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "check": "tfyarn._api",
     "kill": "tfyarn._api",
+    "scale": "tfyarn._api",
     "logs": "tfyarn._api",
     "status": "tfyarn._api",
     "submit": "tfyarn._api",
@@ -26,6 +27,10 @@ _EXPORTS = {
     "TfyarnError": "tfyarn.errors",
     "enable_hdfs": "tfyarn.hdfs",
     "report_progress": "tfyarn.progress",
+    "RESTART_CODE": "tfyarn.notice",
+    "should_stop": "tfyarn.notice",
+    "stop_notice": "tfyarn.notice",
+    "termination_config": "tfyarn.notice",
     "JobSpec": "tfyarn.spec",
     "Role": "tfyarn.spec",
     "TaskGroup": "tfyarn.spec",
@@ -50,7 +55,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from tfyarn._api import check, kill, logs, status, submit, wait
+    from tfyarn._api import check, kill, logs, scale, status, submit, wait
     from tfyarn.client import JobStatus, connect, list_jobs
     from tfyarn.errors import (
         ClusterError,
@@ -61,5 +66,11 @@ if TYPE_CHECKING:
         TfyarnError,
     )
     from tfyarn.hdfs import enable as enable_hdfs
+    from tfyarn.notice import (
+        RESTART_CODE,
+        should_stop,
+        stop_notice,
+        termination_config,
+    )
     from tfyarn.progress import report_progress
     from tfyarn.spec import JobSpec, Role, TaskGroup

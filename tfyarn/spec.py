@@ -246,6 +246,9 @@ class JobSpec:
     # Containers YARN takes back (preemption, lost nodes) are recovered outside
     # max_restarts, up to this many times (am/policy.py: decide).
     max_disruptions: int = field(default_factory=_default("max_disruptions"))
+    # Elastic jobs (am/resize.py): the fewest workers the job may shrink to
+    # when YARN cannot give a lost worker's container back; 0: never shrink.
+    min_worker: int = field(default_factory=_default("min_worker"))
     # Which failures are restarted, and the exit codes that ask for a restart
     # (am/policy.py: decide).
     restart_policy: RestartPolicy = field(default_factory=_default("restart_policy"))
@@ -397,6 +400,12 @@ class JobSpec:
         if chief + worker == 0:
             raise SpecError(
                 f"the job has no chief and no worker: set {more_workers} (N >= 1)"
+            )
+        if self.min_worker > worker:
+            raise SpecError(
+                f"min_worker={self.min_worker} is more than num_worker={worker}: "
+                f"the job could never shrink to it; set "
+                f"{_surface.option('min_worker', 'M')} with M <= {worker}"
             )
         if self.legacy_flags and chief:
             legacy = "--legacy_flags" if _surface.on_command_line() else "legacy_flags"

@@ -164,9 +164,11 @@ class RecordingMaster(master_pb2_grpc.MasterServicer):
     def __init__(self, fake: FakeYarn) -> None:
         self.fake = fake
         self.stops: list[tuple[str, list[str]]] = []
+        self.graceful: list[bool] = []  # StopJobRequest.graceful, per call
 
     def StopJob(self, request: pb.StopJobRequest, context: Any) -> pb.StopJobReply:
         self.stops.append((request.reason, list(self.fake.killed)))
+        self.graceful.append(request.graceful)
         return pb.StopJobReply(grace_seconds=0.1, tasks=2)
 
 

@@ -237,3 +237,13 @@ def test_no_disruption_yet_still_shows_every_kind_at_zero() -> None:
     found = samples(JobMetrics(lambda: snapshot()).exposition())
     assert value(found, "tfyarn_disruptions_total", kind="preempted") == 0
     assert value(found, "tfyarn_preemptions_total") == 0
+
+
+def test_resizes_and_the_worker_count_are_exported() -> None:
+    snap = snapshot(resizes=2, resize_reasons=["resized from 2 to 3 worker(s): a"] * 2)
+    found = samples(JobMetrics(lambda: snap).exposition())
+    assert value(found, "tfyarn_resizes_total") == 2
+    workers = sum(t["role"] == "worker" for t in snap["tasks"])
+    assert value(found, "tfyarn_workers") == workers
+    # Not restarts: the restart gauges stay as the snapshot has them.
+    assert value(found, "tfyarn_restarts") == 1

@@ -62,6 +62,7 @@ def test_each_failure_gets_its_action(
         {"outcome_decided": True},
         {"lead_finished": True},
         {"stopping": True},
+        {"draining": True},  # a stop notice is out: the generation ends anyway
     ],
 )
 @pytest.mark.parametrize("role", list(Role))

@@ -12,6 +12,7 @@ from tfyarn._proto import master_pb2_grpc
 from tfyarn.contract import clusterspec as _clusterspec
 from tfyarn.contract.channel import CHANNEL_OPTIONS, secure_channel
 from tfyarn.contract.status import Phase
+from tfyarn.spec import Role
 
 
 @pytest.fixture
@@ -172,3 +173,23 @@ def test_client_without_the_apps_credentials_is_refused(
     refused(plain)
     # Nothing got registered.
     assert master.call(lambda: master.state.tasks_registered()) == 0
+
+
+def test_resize_answers_what_the_master_does_and_refuses_with_a_code(
+    master: LiveMaster, credentials: tuple[bytes, bytes]
+) -> None:
+    client = stub(master, credentials)
+    with pytest.raises(grpc.RpcError) as zero:
+        client.Resize(pb.ResizeRequest(num_worker=0), timeout=5)
+    assert zero.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "at least 1" in zero.value.details()
+    same = client.Resize(pb.ResizeRequest(num_worker=2), timeout=5)
+    assert (same.previous, same.num_worker) == (2, 2)
+    assert "already has 2 worker(s)" in same.message
+    # Nothing runs yet: no script to wait for, the next generation forms at once.
+    grown = client.Resize(pb.ResizeRequest(num_worker=3, reason="test"), timeout=5)
+    assert (grown.previous, grown.num_worker) == (2, 3)
+    assert master.call(lambda: master.state.spec.count(Role.WORKER)) == 3
+    assert master.call(lambda: master.state.resizer.reasons) == [
+        "resized from 2 to 3 worker(s): test"
+    ]

@@ -200,3 +200,21 @@ def test_page_says_preempted_and_counts_what_yarn_took_back() -> None:
 def test_page_without_disruptions_says_nothing_of_them() -> None:
     page = status_page.render(snapshot(), now=NOW)
     assert "taken back" not in page and "disruption" not in page
+
+
+def test_page_counts_resizes_lists_them_and_shows_a_stop_notice() -> None:
+    snap = snapshot(
+        resizes=1,
+        resize_reasons=[f"resized from 2 to 3 worker(s): tfyarn scale {HOSTILE}"],
+        stop_notice="stop notice: resized from 3 to 2 worker(s); 1 of 3 saved",
+    )
+    page = status_page.render(snap, now=NOW)
+    workers = sum(t["role"] == "worker" for t in snap["tasks"])
+    assert f"resizes 1 (now {workers} workers; not charged to max_restarts)" in page
+    assert "<h2>Resizes</h2>" in page and HOSTILE not in page
+    assert "stop notice: resized from 3 to 2 worker(s); 1 of 3 saved" in page
+
+
+def test_page_without_resizes_says_nothing_of_them() -> None:
+    page = status_page.render(snapshot(), now=NOW)
+    assert "resize" not in page.lower() and "stop notice" not in page

@@ -300,6 +300,21 @@ def test_status_shows_the_task_table(
     assert "TASK" in out and "worker:1  FAILED" in out
 
 
+def test_status_counts_resizes_and_shows_a_stop_notice(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    running = snap("RUNNING", "RUNNING", "RUNNING", "RUNNING", formed=True)
+    running.resizes = 1
+    running.resize_reasons = ["resized from 1 to 2 worker(s): tfyarn scale"]
+    running.stop_notice = "stop notice: resized from 2 to 3 worker(s): tfyarn scale"
+    use(monkeypatch, FakeYarn([Report(state="RUNNING")], snaps=[running]))
+    assert main(["status", APP_ID]) == 0
+    out = capsys.readouterr().out
+    assert "generation 1, restarts 0, resizes 1, cluster formed" in out
+    assert "notice:       stop notice: resized from 2 to 3 worker(s)" in out
+    assert "  1. resized from 1 to 2 worker(s): tfyarn scale" in out
+
+
 def test_status_of_unknown_app(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -333,6 +348,28 @@ def test_kill_stops_every_task_through_the_master_before_killing(
         server.stop(None)
     # Every script got its grace (StopJob) before YARN killed the application.
     assert master.stops == [("stopped by tfyarn kill", [])]
+    assert master.graceful == [False]  # plain kill: no stop notice
+    assert fake.killed == [APP_ID]
+    assert "KILLED" in capsys.readouterr().out
+
+
+def test_kill_graceful_asks_the_master_for_a_stop_notice_first(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    credentials: tuple[bytes, bytes],
+) -> None:
+    server, port = mutual_tls_server(credentials)
+    fake = KillableYarn(f"127.0.0.1:{port}", credentials)
+    master = RecordingMaster(fake)
+    master_pb2_grpc.add_MasterServicer_to_server(master, server)
+    server.start()
+    try:
+        use(monkeypatch, fake)
+        assert main(["kill", "--graceful", APP_ID]) == 0
+    finally:
+        server.stop(None)
+    assert master.stops == [("stopped by tfyarn kill --graceful", [])]
+    assert master.graceful == [True]
     assert fake.killed == [APP_ID]
     assert "KILLED" in capsys.readouterr().out
 

@@ -218,3 +218,31 @@ def test_skein_errors_are_mapped_by_their_type(exc: Exception, message: str) -> 
         tfyarn.status(APP_ID, client=_Refusing(exc))
     assert message in str(err.value)
     assert err.value.__cause__ is None and err.value.__suppress_context__
+
+
+def test_narrator_says_a_stop_notice_once_and_each_resize() -> None:
+    n = narrator.Narrator()
+    worker = TaskStatus(
+        task="worker:0", role="worker", index=0, state=TaskState.RUNNING
+    )
+    running = JobStatus(phase=Phase.RUNNING, tasks=[worker])
+    n.update(running)
+    notice = "stop notice: resized from 2 to 3 worker(s): tfyarn scale; 0 of 2 ..."
+    draining = JobStatus(phase=Phase.RUNNING, tasks=[worker], stop_notice=notice)
+    assert n.update(draining) == [notice]
+    assert n.update(draining) == []  # said once
+    resized = JobStatus(
+        phase=Phase.RESTARTING,
+        tasks=[worker],
+        resizes=1,
+        resize_reasons=["resized from 2 to 3 worker(s): tfyarn scale"],
+    )
+    assert n.update(resized) == [
+        "master: RESTARTING",
+        "resize 1: resized from 2 to 3 worker(s): tfyarn scale",
+    ]
+    lines = narrator.restart_lines(resized)
+    assert lines == [
+        "resizes (1, not charged to max_restarts):",
+        "  1. resized from 2 to 3 worker(s): tfyarn scale",
+    ]

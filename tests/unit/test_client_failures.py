@@ -506,7 +506,7 @@ def test_logs_of_a_known_app_keep_yarns_error(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_kill_of_an_ended_job_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jobs, "_stop_tasks_gracefully", lambda yarn, app_id: None)
+    monkeypatch.setattr(jobs, "_stop_tasks_gracefully", lambda yarn, app_id, **_: None)
     fake = FakeYarn([Report(state="FINISHED", final_status="SUCCEEDED")])
     st = tfyarn.kill(APP_ID, client=fake)
     assert st.already_ended and fake.killed == []

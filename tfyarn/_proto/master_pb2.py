@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atfyarn/_proto/master.proto\x12\x06tfyarn\"&\n\x07TaskKey\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\x05\"\xb2\x01\n\x13RegisterTaskRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04host\x18\x03 \x01(\t\x12\x0c\n\x04port\x18\x04 \x01(\x05\x12\x14\n\x0c\x63ontainer_id\x18\x05 \x01(\t\x12\x19\n\x11yarn_container_id\x18\x06 \x01(\t\x12\x1e\n\x16nvidia_visible_devices\x18\x14 \x01(\t\"\xa9\x01\n\x13WatchClusterRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x18\n\x10known_generation\x18\x03 \x01(\x03\x12-\n\x08register\x18\x04 \x01(\x0b\x32\x1b.tfyarn.RegisterTaskRequest\x12\x19\n\x11known_credentials\x18\x05 \x01(\x03\"&\n\x08JobTasks\x12\x0c\n\x04host\x18\x01 \x03(\r\x12\x0c\n\x04port\x18\x02 \x03(\r\"\xad\x01\n\x0b\x43lusterSpec\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12+\n\x04jobs\x18\x02 \x03(\x0b\x32\x1d.tfyarn.ClusterSpec.JobsEntry\x12\x0f\n\x07restart\x18\x03 \x01(\x05\x12\r\n\x05hosts\x18\x04 \x03(\t\x1a=\n\tJobsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1f\n\x05value\x18\x02 \x01(\x0b\x32\x10.tfyarn.JobTasks:\x02\x38\x01\"C\n\x04Stop\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x15\n\rgrace_seconds\x18\x02 \x01(\x01\x12\x14\n\x0cnext_attempt\x18\x03 \x01(\x05\"<\n\x0b\x43redentials\x12\x0e\n\x06tokens\x18\x01 \x01(\x0c\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0c\n\x04\x65nds\x18\x03 \x01(\x01\"1\n\x03Gpu\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\r\n\x05minor\x18\x03 \x01(\x05\"w\n\x07\x44\x65vices\x12\x19\n\x04gpus\x18\x01 \x03(\x0b\x32\x0b.tfyarn.Gpu\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x1c\n\x14\x63uda_visible_devices\x18\x03 \x01(\t\x12\x15\n\rpci_bus_order\x18\x04 \x01(\x08\x12\x0c\n\x04note\x18\x05 \x01(\t\"\xb2\x01\n\x0c\x43lusterEvent\x12+\n\x0c\x63luster_spec\x18\x01 \x01(\x0b\x32\x13.tfyarn.ClusterSpecH\x00\x12\x1c\n\x04stop\x18\x02 \x01(\x0b\x32\x0c.tfyarn.StopH\x00\x12*\n\x0b\x63redentials\x18\x03 \x01(\x0b\x32\x13.tfyarn.CredentialsH\x00\x12\"\n\x07\x64\x65vices\x18\x14 \x01(\x0b\x32\x0f.tfyarn.DevicesH\x00\x42\x07\n\x05\x65vent\"q\n\nGpuReading\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\x13\n\x0butilization\x18\x03 \x01(\x01\x12\x17\n\x0fmemory_used_mib\x18\x04 \x01(\x01\x12\x18\n\x10memory_total_mib\x18\x05 \x01(\x01\"w\n\x10HeartbeatRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12 \n\x04gpus\x18\x14 \x03(\x0b\x32\x12.tfyarn.GpuReading\x12\x11\n\tgpu_error\x18\x15 \x01(\t\"$\n\x0eHeartbeatReply\x12\x12\n\ngeneration\x18\x01 \x01(\x03\"\xc2\x01\n\x15ReportProgressRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12;\n\x07metrics\x18\x04 \x03(\x0b\x32*.tfyarn.ReportProgressRequest.MetricsEntry\x1a.\n\x0cMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"\x15\n\x13ReportProgressReply\"\x88\x01\n\x14ReportTaskEndRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\x13\n\x0bstderr_tail\x18\x04 \x01(\t\x12\x18\n\x10\x63ontainer_ending\x18\x05 \x01(\x08\"\x14\n\x12ReportTaskEndReply\"7\n\x0eStopJobRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x15\n\rgrace_seconds\x18\x02 \x01(\x01\"4\n\x0cStopJobReply\x12\x15\n\rgrace_seconds\x18\x01 \x01(\x01\x12\r\n\x05tasks\x18\x02 \x01(\x05\x32\xde\x02\n\x06Master\x12\x43\n\x0cWatchCluster\x12\x1b.tfyarn.WatchClusterRequest\x1a\x14.tfyarn.ClusterEvent0\x01\x12=\n\tHeartbeat\x12\x18.tfyarn.HeartbeatRequest\x1a\x16.tfyarn.HeartbeatReply\x12L\n\x0eReportProgress\x12\x1d.tfyarn.ReportProgressRequest\x1a\x1b.tfyarn.ReportProgressReply\x12I\n\rReportTaskEnd\x12\x1c.tfyarn.ReportTaskEndRequest\x1a\x1a.tfyarn.ReportTaskEndReply\x12\x37\n\x07StopJob\x12\x16.tfyarn.StopJobRequest\x1a\x14.tfyarn.StopJobReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atfyarn/_proto/master.proto\x12\x06tfyarn\"&\n\x07TaskKey\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\x05\"\xb2\x01\n\x13RegisterTaskRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04host\x18\x03 \x01(\t\x12\x0c\n\x04port\x18\x04 \x01(\x05\x12\x14\n\x0c\x63ontainer_id\x18\x05 \x01(\t\x12\x19\n\x11yarn_container_id\x18\x06 \x01(\t\x12\x1e\n\x16nvidia_visible_devices\x18\x14 \x01(\t\"\xa9\x01\n\x13WatchClusterRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x18\n\x10known_generation\x18\x03 \x01(\x03\x12-\n\x08register\x18\x04 \x01(\x0b\x32\x1b.tfyarn.RegisterTaskRequest\x12\x19\n\x11known_credentials\x18\x05 \x01(\x03\"&\n\x08JobTasks\x12\x0c\n\x04host\x18\x01 \x03(\r\x12\x0c\n\x04port\x18\x02 \x03(\r\"\xad\x01\n\x0b\x43lusterSpec\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12+\n\x04jobs\x18\x02 \x03(\x0b\x32\x1d.tfyarn.ClusterSpec.JobsEntry\x12\x0f\n\x07restart\x18\x03 \x01(\x05\x12\r\n\x05hosts\x18\x04 \x03(\t\x1a=\n\tJobsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1f\n\x05value\x18\x02 \x01(\x0b\x32\x10.tfyarn.JobTasks:\x02\x38\x01\"C\n\x04Stop\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x15\n\rgrace_seconds\x18\x02 \x01(\x01\x12\x14\n\x0cnext_attempt\x18\x03 \x01(\x05\"E\n\nStopNotice\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x15\n\rgrace_seconds\x18\x02 \x01(\x01\x12\x10\n\x08\x64\x65\x61\x64line\x18\x03 \x01(\x01\"<\n\x0b\x43redentials\x12\x0e\n\x06tokens\x18\x01 \x01(\x0c\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0c\n\x04\x65nds\x18\x03 \x01(\x01\"1\n\x03Gpu\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\r\n\x05minor\x18\x03 \x01(\x05\"w\n\x07\x44\x65vices\x12\x19\n\x04gpus\x18\x01 \x03(\x0b\x32\x0b.tfyarn.Gpu\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x1c\n\x14\x63uda_visible_devices\x18\x03 \x01(\t\x12\x15\n\rpci_bus_order\x18\x04 \x01(\x08\x12\x0c\n\x04note\x18\x05 \x01(\t\"\xdd\x01\n\x0c\x43lusterEvent\x12+\n\x0c\x63luster_spec\x18\x01 \x01(\x0b\x32\x13.tfyarn.ClusterSpecH\x00\x12\x1c\n\x04stop\x18\x02 \x01(\x0b\x32\x0c.tfyarn.StopH\x00\x12*\n\x0b\x63redentials\x18\x03 \x01(\x0b\x32\x13.tfyarn.CredentialsH\x00\x12\"\n\x07\x64\x65vices\x18\x14 \x01(\x0b\x32\x0f.tfyarn.DevicesH\x00\x12)\n\x0bstop_notice\x18\x04 \x01(\x0b\x32\x12.tfyarn.StopNoticeH\x00\x42\x07\n\x05\x65vent\"q\n\nGpuReading\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0c\n\x04uuid\x18\x02 \x01(\t\x12\x13\n\x0butilization\x18\x03 \x01(\x01\x12\x17\n\x0fmemory_used_mib\x18\x04 \x01(\x01\x12\x18\n\x10memory_total_mib\x18\x05 \x01(\x01\"\x8d\x01\n\x10HeartbeatRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12 \n\x04gpus\x18\x14 \x03(\x0b\x32\x12.tfyarn.GpuReading\x12\x11\n\tgpu_error\x18\x15 \x01(\t\x12\x14\n\x0cheeds_notice\x18\x03 \x01(\x08\"$\n\x0eHeartbeatReply\x12\x12\n\ngeneration\x18\x01 \x01(\x03\"\xc2\x01\n\x15ReportProgressRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x0c\n\x04step\x18\x03 \x01(\x03\x12;\n\x07metrics\x18\x04 \x03(\x0b\x32*.tfyarn.ReportProgressRequest.MetricsEntry\x1a.\n\x0cMetricsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"\x15\n\x13ReportProgressReply\"\x88\x01\n\x14ReportTaskEndRequest\x12\x1d\n\x04task\x18\x01 \x01(\x0b\x32\x0f.tfyarn.TaskKey\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12\x11\n\texit_code\x18\x03 \x01(\x05\x12\x13\n\x0bstderr_tail\x18\x04 \x01(\t\x12\x18\n\x10\x63ontainer_ending\x18\x05 \x01(\x08\"\x14\n\x12ReportTaskEndReply\"I\n\x0eStopJobRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\x12\x15\n\rgrace_seconds\x18\x02 \x01(\x01\x12\x10\n\x08graceful\x18\x03 \x01(\x08\"4\n\x0cStopJobReply\x12\x15\n\rgrace_seconds\x18\x01 \x01(\x01\x12\r\n\x05tasks\x18\x02 \x01(\x05\"3\n\rResizeRequest\x12\x12\n\nnum_worker\x18\x01 \x01(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\"D\n\x0bResizeReply\x12\x10\n\x08previous\x18\x01 \x01(\x05\x12\x12\n\nnum_worker\x18\x02 \x01(\x05\x12\x0f\n\x07message\x18\x03 \x01(\t2\x94\x03\n\x06Master\x12\x43\n\x0cWatchCluster\x12\x1b.tfyarn.WatchClusterRequest\x1a\x14.tfyarn.ClusterEvent0\x01\x12=\n\tHeartbeat\x12\x18.tfyarn.HeartbeatRequest\x1a\x16.tfyarn.HeartbeatReply\x12L\n\x0eReportProgress\x12\x1d.tfyarn.ReportProgressRequest\x1a\x1b.tfyarn.ReportProgressReply\x12I\n\rReportTaskEnd\x12\x1c.tfyarn.ReportTaskEndRequest\x1a\x1a.tfyarn.ReportTaskEndReply\x12\x37\n\x07StopJob\x12\x16.tfyarn.StopJobRequest\x1a\x14.tfyarn.StopJobReply\x12\x34\n\x06Resize\x12\x15.tfyarn.ResizeRequest\x1a\x13.tfyarn.ResizeReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -50,34 +50,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CLUSTERSPEC_JOBSENTRY']._serialized_end=645
   _globals['_STOP']._serialized_start=647
   _globals['_STOP']._serialized_end=714
-  _globals['_CREDENTIALS']._serialized_start=716
-  _globals['_CREDENTIALS']._serialized_end=776
-  _globals['_GPU']._serialized_start=778
-  _globals['_GPU']._serialized_end=827
-  _globals['_DEVICES']._serialized_start=829
-  _globals['_DEVICES']._serialized_end=948
-  _globals['_CLUSTEREVENT']._serialized_start=951
-  _globals['_CLUSTEREVENT']._serialized_end=1129
-  _globals['_GPUREADING']._serialized_start=1131
-  _globals['_GPUREADING']._serialized_end=1244
-  _globals['_HEARTBEATREQUEST']._serialized_start=1246
-  _globals['_HEARTBEATREQUEST']._serialized_end=1365
-  _globals['_HEARTBEATREPLY']._serialized_start=1367
-  _globals['_HEARTBEATREPLY']._serialized_end=1403
-  _globals['_REPORTPROGRESSREQUEST']._serialized_start=1406
-  _globals['_REPORTPROGRESSREQUEST']._serialized_end=1600
-  _globals['_REPORTPROGRESSREQUEST_METRICSENTRY']._serialized_start=1554
-  _globals['_REPORTPROGRESSREQUEST_METRICSENTRY']._serialized_end=1600
-  _globals['_REPORTPROGRESSREPLY']._serialized_start=1602
-  _globals['_REPORTPROGRESSREPLY']._serialized_end=1623
-  _globals['_REPORTTASKENDREQUEST']._serialized_start=1626
-  _globals['_REPORTTASKENDREQUEST']._serialized_end=1762
-  _globals['_REPORTTASKENDREPLY']._serialized_start=1764
-  _globals['_REPORTTASKENDREPLY']._serialized_end=1784
-  _globals['_STOPJOBREQUEST']._serialized_start=1786
-  _globals['_STOPJOBREQUEST']._serialized_end=1841
-  _globals['_STOPJOBREPLY']._serialized_start=1843
-  _globals['_STOPJOBREPLY']._serialized_end=1895
-  _globals['_MASTER']._serialized_start=1898
-  _globals['_MASTER']._serialized_end=2248
+  _globals['_STOPNOTICE']._serialized_start=716
+  _globals['_STOPNOTICE']._serialized_end=785
+  _globals['_CREDENTIALS']._serialized_start=787
+  _globals['_CREDENTIALS']._serialized_end=847
+  _globals['_GPU']._serialized_start=849
+  _globals['_GPU']._serialized_end=898
+  _globals['_DEVICES']._serialized_start=900
+  _globals['_DEVICES']._serialized_end=1019
+  _globals['_CLUSTEREVENT']._serialized_start=1022
+  _globals['_CLUSTEREVENT']._serialized_end=1243
+  _globals['_GPUREADING']._serialized_start=1245
+  _globals['_GPUREADING']._serialized_end=1358
+  _globals['_HEARTBEATREQUEST']._serialized_start=1361
+  _globals['_HEARTBEATREQUEST']._serialized_end=1502
+  _globals['_HEARTBEATREPLY']._serialized_start=1504
+  _globals['_HEARTBEATREPLY']._serialized_end=1540
+  _globals['_REPORTPROGRESSREQUEST']._serialized_start=1543
+  _globals['_REPORTPROGRESSREQUEST']._serialized_end=1737
+  _globals['_REPORTPROGRESSREQUEST_METRICSENTRY']._serialized_start=1691
+  _globals['_REPORTPROGRESSREQUEST_METRICSENTRY']._serialized_end=1737
+  _globals['_REPORTPROGRESSREPLY']._serialized_start=1739
+  _globals['_REPORTPROGRESSREPLY']._serialized_end=1760
+  _globals['_REPORTTASKENDREQUEST']._serialized_start=1763
+  _globals['_REPORTTASKENDREQUEST']._serialized_end=1899
+  _globals['_REPORTTASKENDREPLY']._serialized_start=1901
+  _globals['_REPORTTASKENDREPLY']._serialized_end=1921
+  _globals['_STOPJOBREQUEST']._serialized_start=1923
+  _globals['_STOPJOBREQUEST']._serialized_end=1996
+  _globals['_STOPJOBREPLY']._serialized_start=1998
+  _globals['_STOPJOBREPLY']._serialized_end=2050
+  _globals['_RESIZEREQUEST']._serialized_start=2052
+  _globals['_RESIZEREQUEST']._serialized_end=2103
+  _globals['_RESIZEREPLY']._serialized_start=2105
+  _globals['_RESIZEREPLY']._serialized_end=2173
+  _globals['_MASTER']._serialized_start=2176
+  _globals['_MASTER']._serialized_end=2580
 # @@protoc_insertion_point(module_scope)

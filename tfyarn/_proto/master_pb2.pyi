@@ -84,6 +84,16 @@ class Stop(_message.Message):
     next_attempt: int
     def __init__(self, reason: _Optional[str] = ..., grace_seconds: _Optional[float] = ..., next_attempt: _Optional[int] = ...) -> None: ...
 
+class StopNotice(_message.Message):
+    __slots__ = ("reason", "grace_seconds", "deadline")
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    GRACE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    grace_seconds: float
+    deadline: float
+    def __init__(self, reason: _Optional[str] = ..., grace_seconds: _Optional[float] = ..., deadline: _Optional[float] = ...) -> None: ...
+
 class Credentials(_message.Message):
     __slots__ = ("tokens", "version", "ends")
     TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -119,16 +129,18 @@ class Devices(_message.Message):
     def __init__(self, gpus: _Optional[_Iterable[_Union[Gpu, _Mapping]]] = ..., source: _Optional[str] = ..., cuda_visible_devices: _Optional[str] = ..., pci_bus_order: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...
 
 class ClusterEvent(_message.Message):
-    __slots__ = ("cluster_spec", "stop", "credentials", "devices")
+    __slots__ = ("cluster_spec", "stop", "credentials", "devices", "stop_notice")
     CLUSTER_SPEC_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     CREDENTIALS_FIELD_NUMBER: _ClassVar[int]
     DEVICES_FIELD_NUMBER: _ClassVar[int]
+    STOP_NOTICE_FIELD_NUMBER: _ClassVar[int]
     cluster_spec: ClusterSpec
     stop: Stop
     credentials: Credentials
     devices: Devices
-    def __init__(self, cluster_spec: _Optional[_Union[ClusterSpec, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ..., credentials: _Optional[_Union[Credentials, _Mapping]] = ..., devices: _Optional[_Union[Devices, _Mapping]] = ...) -> None: ...
+    stop_notice: StopNotice
+    def __init__(self, cluster_spec: _Optional[_Union[ClusterSpec, _Mapping]] = ..., stop: _Optional[_Union[Stop, _Mapping]] = ..., credentials: _Optional[_Union[Credentials, _Mapping]] = ..., devices: _Optional[_Union[Devices, _Mapping]] = ..., stop_notice: _Optional[_Union[StopNotice, _Mapping]] = ...) -> None: ...
 
 class GpuReading(_message.Message):
     __slots__ = ("index", "uuid", "utilization", "memory_used_mib", "memory_total_mib")
@@ -145,16 +157,18 @@ class GpuReading(_message.Message):
     def __init__(self, index: _Optional[int] = ..., uuid: _Optional[str] = ..., utilization: _Optional[float] = ..., memory_used_mib: _Optional[float] = ..., memory_total_mib: _Optional[float] = ...) -> None: ...
 
 class HeartbeatRequest(_message.Message):
-    __slots__ = ("task", "attempt", "gpus", "gpu_error")
+    __slots__ = ("task", "attempt", "gpus", "gpu_error", "heeds_notice")
     TASK_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     GPUS_FIELD_NUMBER: _ClassVar[int]
     GPU_ERROR_FIELD_NUMBER: _ClassVar[int]
+    HEEDS_NOTICE_FIELD_NUMBER: _ClassVar[int]
     task: TaskKey
     attempt: int
     gpus: _containers.RepeatedCompositeFieldContainer[GpuReading]
     gpu_error: str
-    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., gpus: _Optional[_Iterable[_Union[GpuReading, _Mapping]]] = ..., gpu_error: _Optional[str] = ...) -> None: ...
+    heeds_notice: bool
+    def __init__(self, task: _Optional[_Union[TaskKey, _Mapping]] = ..., attempt: _Optional[int] = ..., gpus: _Optional[_Iterable[_Union[GpuReading, _Mapping]]] = ..., gpu_error: _Optional[str] = ..., heeds_notice: _Optional[bool] = ...) -> None: ...
 
 class HeartbeatReply(_message.Message):
     __slots__ = ("generation",)
@@ -204,12 +218,14 @@ class ReportTaskEndReply(_message.Message):
     def __init__(self) -> None: ...
 
 class StopJobRequest(_message.Message):
-    __slots__ = ("reason", "grace_seconds")
+    __slots__ = ("reason", "grace_seconds", "graceful")
     REASON_FIELD_NUMBER: _ClassVar[int]
     GRACE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    GRACEFUL_FIELD_NUMBER: _ClassVar[int]
     reason: str
     grace_seconds: float
-    def __init__(self, reason: _Optional[str] = ..., grace_seconds: _Optional[float] = ...) -> None: ...
+    graceful: bool
+    def __init__(self, reason: _Optional[str] = ..., grace_seconds: _Optional[float] = ..., graceful: _Optional[bool] = ...) -> None: ...
 
 class StopJobReply(_message.Message):
     __slots__ = ("grace_seconds", "tasks")
@@ -218,3 +234,21 @@ class StopJobReply(_message.Message):
     grace_seconds: float
     tasks: int
     def __init__(self, grace_seconds: _Optional[float] = ..., tasks: _Optional[int] = ...) -> None: ...
+
+class ResizeRequest(_message.Message):
+    __slots__ = ("num_worker", "reason")
+    NUM_WORKER_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    num_worker: int
+    reason: str
+    def __init__(self, num_worker: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ResizeReply(_message.Message):
+    __slots__ = ("previous", "num_worker", "message")
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    NUM_WORKER_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    previous: int
+    num_worker: int
+    message: str
+    def __init__(self, previous: _Optional[int] = ..., num_worker: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...

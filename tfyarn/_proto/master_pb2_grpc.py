@@ -60,6 +60,11 @@ class MasterStub:
                 request_serializer=tfyarn_dot___proto_dot_master__pb2.StopJobRequest.SerializeToString,
                 response_deserializer=tfyarn_dot___proto_dot_master__pb2.StopJobReply.FromString,
                 _registered_method=True)
+        self.Resize = channel.unary_unary(
+                '/tfyarn.Master/Resize',
+                request_serializer=tfyarn_dot___proto_dot_master__pb2.ResizeRequest.SerializeToString,
+                response_deserializer=tfyarn_dot___proto_dot_master__pb2.ResizeReply.FromString,
+                _registered_method=True)
 
 
 class MasterServicer:
@@ -95,6 +100,12 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Resize(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -122,6 +133,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.StopJob,
                     request_deserializer=tfyarn_dot___proto_dot_master__pb2.StopJobRequest.FromString,
                     response_serializer=tfyarn_dot___proto_dot_master__pb2.StopJobReply.SerializeToString,
+            ),
+            'Resize': grpc.unary_unary_rpc_method_handler(
+                    servicer.Resize,
+                    request_deserializer=tfyarn_dot___proto_dot_master__pb2.ResizeRequest.FromString,
+                    response_serializer=tfyarn_dot___proto_dot_master__pb2.ResizeReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -259,6 +275,33 @@ class Master:
             '/tfyarn.Master/StopJob',
             tfyarn_dot___proto_dot_master__pb2.StopJobRequest.SerializeToString,
             tfyarn_dot___proto_dot_master__pb2.StopJobReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Resize(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tfyarn.Master/Resize',
+            tfyarn_dot___proto_dot_master__pb2.ResizeRequest.SerializeToString,
+            tfyarn_dot___proto_dot_master__pb2.ResizeReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,4 +1,4 @@
-"""``tfyarn submit|status|kill|list|logs``: argv to :mod:`tfyarn.client` calls.
+"""``tfyarn submit|status|kill|scale|list|logs``: argv to :mod:`tfyarn.client` calls.
 
 The options of ``submit`` are generated from ``conf/tfyarn-schema.yaml``, so
 every option is also a config-file key of the same name and the two cannot
@@ -37,6 +37,7 @@ from tfyarn.client import (
 from tfyarn.client.compile import to_skein
 from tfyarn.client.follow import follow, wait
 from tfyarn.client.progressview import LiveView
+from tfyarn.client.scale import scale as scale_job
 from tfyarn.errors import ClusterError
 from tfyarn.spec import JobSpec
 
@@ -129,9 +130,37 @@ def add_commands(subparsers: Any) -> None:
     )
     p.set_defaults(func=_on_command_line(_status))
 
-    p = subparsers.add_parser("kill", help="kill a job", description="Kill a job.")
+    p = subparsers.add_parser(
+        "kill",
+        help="kill a job",
+        description="Kill a job: every script gets SIGTERM and --stop_grace "
+        "to checkpoint, then the application is killed.",
+    )
     p.add_argument("app_id", help="application id (application_...)")
+    add_option(
+        p,
+        "--graceful",
+        action="store_true",
+        help="send a stop notice first: scripts that call tfyarn.should_stop() "
+        "(or use tfyarn.termination_config()) save at their current step before "
+        "any signal; a resubmission resumes there",
+    )
     p.set_defaults(func=_on_command_line(_kill))
+
+    p = subparsers.add_parser(
+        "scale",
+        help="change a running job's number of workers",
+        description="Change a running job's number of workers: every task gets "
+        "a stop notice (scripts that call tfyarn.should_stop() save at their "
+        "current step), then the next generation starts with N workers. "
+        "ps, chief and evaluator counts stay.",
+    )
+    p.add_argument("app_id", help="application id (application_...)")
+    # Not add_option: its hidden dashed alias would be required too.
+    p.add_argument(
+        "--num_worker", type=int, required=True, metavar="N", help="workers from now on"
+    )
+    p.set_defaults(func=_on_command_line(_scale))
 
     p = subparsers.add_parser(
         "list",
@@ -423,10 +452,13 @@ def _status(ns: argparse.Namespace) -> int:
         m = st.master
         formed = "yes" if m.cluster_formed_at else "not yet"
         final = " (final record)" if st.record else ""
+        resized = f", resizes {m.resizes}" if m.resizes else ""
         print(
             f"master:       phase {m.phase.value}, generation {m.generation}, "
-            f"restarts {m.restarts}, cluster formed: {formed}{final}"
+            f"restarts {m.restarts}{resized}, cluster formed: {formed}{final}"
         )
+        if m.stop_notice:
+            print(f"notice:       {m.stop_notice}")
         if st.record:
             print(f"record:       {st.record}, kept by the master as the job ended")
         for line in _token_lines(m):
@@ -461,7 +493,12 @@ def _token_lines(m: Any) -> list[str]:
 
 
 def _kill(ns: argparse.Namespace) -> int:
-    print(jobs.kill(ns.app_id).summary())
+    print(jobs.kill(ns.app_id, graceful=ns.graceful).summary())
+    return 0
+
+
+def _scale(ns: argparse.Namespace) -> int:
+    print(scale_job(ns.app_id, num_worker=ns.num_worker).summary())
     return 0
 
 

@@ -185,6 +185,7 @@ def to_spec(
         max_am_attempts=config["max_am_attempts"],
         max_restarts=config["max_restarts"],
         max_disruptions=config["max_disruptions"],
+        min_worker=config["min_worker"],
         restart_policy=config["restart_policy"],
         retry_exit_codes=tuple(config["retry_exit_codes"]),
         registration_timeout=config["registration_timeout"],

@@ -211,11 +211,16 @@ class KillResult(JobStatus):
         )
 
 
-def kill(app_id: str, *, client: Any | None = None) -> KillResult:
+def kill(
+    app_id: str, *, graceful: bool = False, client: Any | None = None
+) -> KillResult:
     """Kill a job, first giving every script its grace to checkpoint.
 
     The master is asked to stop every task (SIGTERM, then ``stop_grace``);
-    once they ended (bounded), YARN kills the application.
+    once they ended (bounded), YARN kills the application. ``graceful``:
+    a stop notice comes first, and scripts that heed it
+    (``tfyarn.should_stop()``, ``tfyarn.termination_config()``) save at
+    their current step before any signal; a resubmission resumes there.
 
     Returns
     -------
@@ -240,7 +245,7 @@ def kill(app_id: str, *, client: Any | None = None) -> KillResult:
             report = yarn.application_report(app_id)
             if str(report.state) in DONE:
                 return KillResult(**_fields(report), already_ended=True)
-            _stop_tasks_gracefully(yarn, app_id)
+            _stop_tasks_gracefully(yarn, app_id, graceful=graceful)
             yarn.kill_application(app_id)
             deadline = time.monotonic() + KILL_WAIT
             while time.monotonic() < deadline:
@@ -251,7 +256,7 @@ def kill(app_id: str, *, client: Any | None = None) -> KillResult:
         return KillResult(**_fields(report))
 
 
-def _stop_tasks_gracefully(yarn: Any, app_id: str) -> None:
+def _stop_tasks_gracefully(yarn: Any, app_id: str, *, graceful: bool) -> None:
     """Let every script get SIGTERM and its grace (to checkpoint) before the kill.
 
     YARN's own kill gives a container's processes a fraction of a second.
@@ -267,20 +272,26 @@ def _stop_tasks_gracefully(yarn: Any, app_id: str) -> None:
     except (skein.exceptions.SkeinError, OSError):  # not running yet, no credentials
         return
     try:
-        stop_job(app, credentials, "stopped by tfyarn kill")
+        reason = "stopped by tfyarn kill" + (" --graceful" if graceful else "")
+        stop_job(app, credentials, reason, graceful=graceful)
     finally:
         app.close()
 
 
 def stop_job(
-    app: Any, credentials: tuple[bytes, bytes], reason: str, *, bound: float = 60.0
+    app: Any,
+    credentials: tuple[bytes, bytes],
+    reason: str,
+    *,
+    graceful: bool = False,
+    bound: float = 60.0,
 ) -> bool:
     """Ask a job's master to stop every task with its grace; wait until they ended.
 
     ``app`` is the job's ``skein.ApplicationClient``; ``credentials`` its
-    (certificate, key). Best effort and bounded (``bound`` seconds beyond the
-    grace): returns whether every task ended, so the caller can kill the
-    application either way.
+    (certificate, key); ``graceful``: a stop notice first (see :func:`kill`).
+    Best effort and bounded (``bound`` seconds beyond the grace): returns
+    whether every task ended, so the caller can kill the application either way.
     """
     import skein
 
@@ -294,7 +305,8 @@ def stop_job(
         return False  # no master yet (or any more): nothing to stop
     master = MasterClient(address, credentials)
     try:
-        reply = master.stop_job(pb.StopJobRequest(reason=reason), timeout=10)
+        request = pb.StopJobRequest(reason=reason, graceful=graceful)
+        reply = master.stop_job(request, timeout=10)
         deadline = time.monotonic() + reply.grace_seconds + bound
         while time.monotonic() < deadline:
             try:

@@ -27,6 +27,8 @@ class Narrator:
         self._formed = False
         self._restarts = 0
         self._disruptions = 0
+        self._resizes = 0
+        self._notice = ""
         self._counts: dict[str, tuple[int, int, int]] = {}
         self._tasks: dict[str, tuple[TaskState, int, str]] = {}
 
@@ -51,6 +53,14 @@ class Narrator:
                     f"{first_line(why)}"
                 )
             self._disruptions = status.disruptions
+        if status.stop_notice and not self._notice:
+            lines.append(status.stop_notice)
+        self._notice = status.stop_notice
+        if status.resizes > self._resizes:
+            for n in range(self._resizes, status.resizes):
+                why = status.resize_reasons[n] if n < len(status.resize_reasons) else ""
+                lines.append(f"resize {n + 1}: {why or 'no reason given'}")
+            self._resizes = status.resizes
         counts = role_counts(status.tasks)
         if counts != self._counts and counts:
             lines.append("containers " + format_counts(counts))
@@ -194,6 +204,11 @@ def restart_lines(status: JobStatus) -> list[str]:
             f"max_disruptions={limit}, not charged to max_restarts):"
         )
         lines += [f"  {n}. {first_line(r)}" for n, r in enumerate(taken, 1)]
+    if status.resize_reasons:
+        lines.append(f"resizes ({status.resizes}, not charged to max_restarts):")
+        lines += [
+            f"  {n}. {first_line(r)}" for n, r in enumerate(status.resize_reasons, 1)
+        ]
     for t in status.tasks:
         for n, why in enumerate(t.failures):
             lines.append(f"  {t.task} attempt {n}: {first_line(why)}")

@@ -9,6 +9,8 @@ gRPC contract in ``proto/`` (generated code in ``tfyarn._proto``):
 - :mod:`~tfyarn.contract.record`: where the master keeps a job's final status
   on HDFS for ``tfyarn status`` after the job ended;
 - :mod:`~tfyarn.contract.heartbeat`: heartbeat interval and timeout;
+- :mod:`~tfyarn.contract.notice`: stop notices: the restart code (42), the
+  file and variables a script's ``tfyarn.should_stop()`` reads;
 - :mod:`~tfyarn.contract.clusterspec`: the ClusterSpec's wire layout;
 - :mod:`~tfyarn.contract.channel`: the mutual-TLS channel to the master, where
   gRPC errors become tfyarn exceptions;

@@ -209,6 +209,9 @@ class MasterClient:
     ) -> pb.StopJobReply:
         return self._unary("StopJob", request, timeout)
 
+    def resize(self, request: pb.ResizeRequest, *, timeout: float) -> pb.ResizeReply:
+        return self._unary("Resize", request, timeout)
+
     def watch_cluster(
         self, request: pb.WatchClusterRequest
     ) -> Iterator[pb.ClusterEvent]:

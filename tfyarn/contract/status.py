@@ -159,6 +159,12 @@ class JobStatus:
     max_disruptions: int | None = None
     disruption_reasons: list[str] = dataclasses.field(default_factory=list)
     disruption_kinds: dict[str, int] = dataclasses.field(default_factory=dict)
+    # Worker-count changes (`tfyarn scale`, --min_worker): each a graceful stop
+    # and a new generation, never charged to max_restarts; why, oldest first.
+    resizes: int = 0
+    resize_reasons: list[str] = dataclasses.field(default_factory=list)
+    # A graceful stop under way (the stop notice is out), in words; "" if none.
+    stop_notice: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -245,6 +251,8 @@ class JobSummary:
                 "generation",
                 "restarts",
                 "disruptions",
+                "resizes",
+                "stop_notice",
                 "cluster_formed_at",
             )
         ]

@@ -7,6 +7,8 @@ One module per concept, in the order of a task's life:
 - :mod:`~tfyarn.runtime.ports`: the port held for the task's life;
 - :mod:`~tfyarn.runtime.session`: register, watch the cluster, heartbeat,
   report the end (through :mod:`tfyarn.contract.channel`);
+- :mod:`~tfyarn.runtime.notice`: a stop notice shown to the script (the file
+  ``tfyarn.should_stop()`` checks), and whether the script heeds them;
 - :mod:`~tfyarn.runtime.prelude`: what the script gets before its first line
   (environment, arguments, the two commands); :mod:`~tfyarn.runtime.tfconfig`
   writes TF_CONFIG, the legacy flags and the placeholders;

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tfyarn.contract import env as _env
+from tfyarn.runtime import notice as _notices
 from tfyarn.runtime import tfconfig as _tfconfig
 from tfyarn.runtime.context import TaskContext
 
@@ -76,13 +77,16 @@ def spawn_env(
     task's index and attempt are there from the start too (a declared
     container's env lacks them): tools that find a task's script by its
     ``/proc/<pid>/environ`` see them. ``TMPDIR`` is ``tmpdir`` (see
-    :data:`TMP_DIR`), unless the job's ``--env`` sets it. ``gpus``: the
+    :data:`TMP_DIR`), unless the job's ``--env`` sets it; the attempt's stop
+    notice file is there too (:mod:`tfyarn.runtime.notice`). ``gpus``: the
     task's CUDA variables (:func:`tfyarn.runtime.gpus.script_env`), there
     before CUDA loads.
     """
     env = dict(base_env)
     if tmpdir is not None and "TMPDIR" not in ctx.spec.env:
         env["TMPDIR"] = str(tmpdir)
+    if tmpdir is not None:  # where this attempt's stop notice will be
+        env.update(_notices.script_env(tmpdir, ctx.attempt, ctx.spec.stop_grace))
     env.update(
         {
             _env.TASK_INDEX: str(ctx.index),

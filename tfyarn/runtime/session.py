@@ -24,6 +24,7 @@ from tfyarn.errors import MasterError, MasterRefusedError, MasterUnavailableErro
 from tfyarn.runtime import tokens as _tokens
 from tfyarn.runtime.child import StopRequest
 from tfyarn.runtime.context import TaskContext
+from tfyarn.runtime.notice import NoticeBoard
 from tfyarn.runtime.timeouts import Timeouts
 
 log = logging.getLogger("tfyarn.runtime")
@@ -39,10 +40,13 @@ class MasterSession:
         *,
         credentials: tuple[bytes, bytes] | None,
         timeouts: Timeouts,
+        notices: NoticeBoard | None = None,
     ) -> None:
         self.ctx = ctx
         self.spec = ctx.spec
         self.stop = stop
+        # Where a StopNotice goes for the script to see (None: nowhere).
+        self.notices = notices
         self.timeouts = timeouts
         self.credentials = credentials
         self.client: MasterClient | None = None  # once the address is known (start)
@@ -181,6 +185,9 @@ class MasterSession:
                     elif event.HasField("devices"):
                         self.devices = event.devices
                         self.devices_ready.set()
+                    elif event.HasField("stop_notice"):
+                        if self.notices is not None:
+                            self.notices.post(event.stop_notice)
                     elif event.HasField("stop"):
                         self.stop.set(
                             event.stop.reason,
@@ -234,24 +241,21 @@ class MasterSession:
     def _heartbeat(self) -> None:
         client = self.client
         assert client is not None
-        request = pb.HeartbeatRequest(
-            task=self.ctx.task_key(), attempt=self.ctx.attempt
-        )
         interval = heartbeat_interval(
             self.spec.heartbeat_interval, len(self.spec.task_keys())
         )
         last_ok = time.monotonic()
         while not self.done.wait(interval):
-            if self.gpu_reader is not None:
-                gpus, error = self.gpu_reader()
-                request = pb.HeartbeatRequest(
-                    task=self.ctx.task_key(),
-                    attempt=self.ctx.attempt,
-                    gpus=gpus,
-                    gpu_error=error,
-                )
-                if self.done.is_set():  # closed while nvidia-smi answered
-                    return
+            gpus, error = self.gpu_reader() if self.gpu_reader else ([], "")
+            if self.gpu_reader is not None and self.done.is_set():
+                return  # closed while nvidia-smi answered
+            request = pb.HeartbeatRequest(
+                task=self.ctx.task_key(),
+                attempt=self.ctx.attempt,
+                gpus=gpus,
+                gpu_error=error,
+                heeds_notice=self.notices is not None and self.notices.heeded(),
+            )
             try:
                 client.heartbeat(request, timeout=max(interval, 5.0))
                 last_ok = time.monotonic()

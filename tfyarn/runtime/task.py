@@ -19,11 +19,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from tfyarn.contract import clusterspec as _clusterspec
+from tfyarn.contract.notice import stop_file
 from tfyarn.errors import MasterUnavailableError
 from tfyarn.runtime import child as _child
 from tfyarn.runtime import discover, prelude
 from tfyarn.runtime import gpus as _gpus
 from tfyarn.runtime.context import TaskContext
+from tfyarn.runtime.notice import NoticeBoard
 from tfyarn.runtime.ports import reserve_task_port, reserved_port
 from tfyarn.runtime.session import MasterSession
 from tfyarn.runtime.timeouts import DEFAULT, Timeouts
@@ -55,17 +57,15 @@ class Runtime:
         self.timeouts = timeouts
         self.stop = _child.StopRequest()
         self.credentials = credentials
-        self.session = MasterSession(
-            ctx, self.stop, credentials=credentials, timeouts=timeouts
-        )
+        # Its temporary files' directory, deleted by YARN with the container.
+        self.tmpdir = self.workdir / prelude.TMP_DIR
+        self.session = self._new_session()
         self.stderr_tail: collections.deque[str] = collections.deque(
             maxlen=STDERR_TAIL_LINES
         )
         # The script's interpreter, started before formation (``preimport``)
         # and not yet handed its script.
         self.prestarted: _child.Child | None = None
-        # Its temporary files' directory, deleted by YARN with the container.
-        self.tmpdir = self.workdir / prelude.TMP_DIR
 
     def run(self) -> int:
         self.tmpdir.mkdir(exist_ok=True)
@@ -120,7 +120,15 @@ class Runtime:
             log.info("%s script ended (%s) for a restart in place", self.ctx.key, code)
             return code
         self._report_end(code)
-        if code != 0 and not self.stop.event.is_set():
+        noticed = self.notices.active and not self.stop.event.is_set()
+        if noticed:
+            # Ended after a stop notice (saved, most likely): the master's
+            # Stop comes once the generation's other scripts ended, by the
+            # notice's deadline, and usually restarts this task in place.
+            self.stop.event.wait(self.notices.wait_for_stop())
+            if self.stop.event.is_set() and not self.stop.next_attempt:
+                self._report_end(code)  # the final Stop: ended as stopped
+        elif code != 0 and not self.stop.event.is_set():
             # The master may restart this task in place: its Stop is on the
             # stream before the report's reply, so this wait is short.
             self.stop.event.wait(self.timeouts.in_place_wait)
@@ -149,8 +157,17 @@ class Runtime:
         self.session.close()
         self.ctx = replace(self.ctx, attempt=attempt)
         self.stderr_tail.clear()
-        self.session = MasterSession(
-            self.ctx, self.stop, credentials=self.credentials, timeouts=self.timeouts
+        self.session = self._new_session()
+
+    def _new_session(self) -> MasterSession:
+        """The session of the current attempt, with its own stop notice file."""
+        self.notices = NoticeBoard(stop_file(self.tmpdir, self.ctx.attempt))
+        return MasterSession(
+            self.ctx,
+            self.stop,
+            credentials=self.credentials,
+            timeouts=self.timeouts,
+            notices=self.notices,
         )
 
     def _find_master(self) -> bool:

@@ -1,0 +1,228 @@
+"""Resizing a job: a graceful stop, then the next generation with another worker count.
+
+``tfyarn scale APP --num_worker N`` (the ``Resize`` RPC) and ``--min_worker``
+(am/elastic.py) change how many workers the job has. A resize is always the
+same two steps: a stop notice to every running task (am/notice.py), so the
+scripts that heed it save at their current step; then the next generation,
+whose ClusterSpec, TF_CONFIG, legacy flags and data shards follow the new
+size. The workers that stay restart in place; removed ones (the highest
+indexes) get a final Stop and their containers are killed if they outlive
+it; added ones get new containers. The ps, chief and evaluator counts never
+change. Each resize is counted (``resizes``), never charged to max_restarts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from typing import TYPE_CHECKING
+
+from am.model import KILL_MARGIN, Task, TaskRejected, stop_event
+from am.transitions import NEW_ATTEMPT
+from tfyarn.spec import JobSpec, Role
+
+if TYPE_CHECKING:
+    from am.state import JobState
+
+log = logging.getLogger(__name__)
+
+# A removed worker's container that YARN refuses to kill is tried this often.
+KILL_TRIES = 5
+
+
+def resized(spec: JobSpec, num_worker: int) -> JobSpec:
+    """``spec`` with ``num_worker`` workers (their resources unchanged)."""
+    group = dataclasses.replace(spec.group(Role.WORKER), count=num_worker)
+    return dataclasses.replace(spec, tasks={**spec.tasks, Role.WORKER: group})
+
+
+def refusal(state: JobState, num_worker: int) -> TaskRejected | None:
+    """Why the job cannot be resized to ``num_worker`` now (None: it can)."""
+    spec = state.spec
+    if not spec.count(Role.WORKER):
+        return TaskRejected(
+            "FAILED_PRECONDITION",
+            "this job has no workers to scale (it was submitted with num_worker=0)",
+        )
+    if num_worker < 1:
+        return TaskRejected(
+            "INVALID_ARGUMENT",
+            f"num_worker must be at least 1, got {num_worker}",
+        )
+    if num_worker < spec.min_worker:
+        return TaskRejected(
+            "INVALID_ARGUMENT",
+            f"num_worker={num_worker} is below the job's min_worker={spec.min_worker}",
+        )
+    if state.phase.is_terminal() or state.settled:
+        return TaskRejected(
+            "FAILED_PRECONDITION",
+            f"the job is {state.phase.value}: only a running job can be resized",
+        )
+    if state.notices.active:
+        return TaskRejected(
+            "FAILED_PRECONDITION",
+            "the job is already ending its generation (a resize or graceful stop "
+            "is under way); try again once it runs",
+        )
+    return None
+
+
+class Resizer:
+    """One job's resizes: the requests, the new generation, the removed workers."""
+
+    def __init__(self, state: JobState) -> None:
+        self.state = state
+        self.reasons: list[str] = []  # one per resize, oldest first
+        # The worker count to keep or grow back to: the submitted one, then
+        # what `tfyarn scale` asked (--min_worker shrinks below it for a while).
+        self.target = state.spec.count(Role.WORKER)
+        # Workers asked for ahead of a resize (am/elastic.py): in state.tasks,
+        # not in the cluster, until a resize makes them members.
+        self.standby: set[Task] = set()
+        # Removed workers until their containers ended: key -> (task, kill by).
+        self.leaving: dict[tuple[Role, int], tuple[Task, float]] = {}
+        self._kill_tries: dict[str, int] = {}
+
+    @property
+    def resizes(self) -> int:
+        return len(self.reasons)
+
+    def request(self, num_worker: int, why: str) -> tuple[int, str]:
+        """Resize to ``num_worker`` workers; return the count before and what happens.
+
+        Raises
+        ------
+        TaskRejected
+            The job cannot take that count now (the message says why).
+        """
+        state = self.state
+        refused = refusal(state, num_worker)
+        if refused is not None:
+            raise refused
+        before = state.spec.count(Role.WORKER)
+        self.target = num_worker
+        if num_worker == before:
+            return before, f"the job already has {before} worker(s): nothing to do"
+        grace = self.begin(
+            num_worker, f"resized from {before} to {num_worker} worker(s): {why}"
+        )
+        return before, (
+            f"stop notice sent (up to {grace:.0f} s to save), then the next "
+            f"generation with {num_worker} worker(s)"
+        )
+
+    def begin(self, num_worker: int, reason: str) -> float:
+        """A stop notice now, the generation of ``num_worker`` workers after it;
+        the notice's grace."""
+        then = functools.partial(self.apply, num_worker, reason)
+        return self.state.notices.begin(reason, then)
+
+    def apply(self, num_worker: int, reason: str) -> None:
+        """The next generation with ``num_worker`` workers (after the notice)."""
+        state = self.state
+        if state.settled:
+            return  # a stop or the lead's end came meanwhile
+        before = state.spec.count(Role.WORKER)
+        if num_worker == before:
+            return
+        self.reasons.append(reason)
+        state.restarts_unsaved = True
+        log.warning("%s", reason)
+        spec = resized(state.spec, num_worker)
+        state.spec = spec
+        for index in range(num_worker, before):
+            self._remove(state.tasks.pop((Role.WORKER, index)), reason)
+        # Workers standing by for these indexes join with their containers.
+        self.standby -= {t for t in self.standby if t.index < num_worker}
+        state.restart_cluster(reason)
+        added = {}
+        for index in range(before, num_worker):
+            if (Role.WORKER, index) not in state.tasks:
+                added[(Role.WORKER, index)] = self._add(index, reason)
+        # In launch order: TensorFlow's worker i is the i-th of the list.
+        tasks = {k: state.tasks.get(k) or added[k] for k in spec.task_keys()}
+        tasks.update({(t.role, t.index): t for t in self.standby})
+        state.tasks = tasks
+        state.cluster_members = tuple(
+            t for t in state.tasks.values() if t.role.in_cluster_spec()
+        )
+        state.unregistered = set(state.cluster_members)
+        state.poke()
+
+    def _remove(self, task: Task, reason: str) -> None:
+        """A worker beyond the new size: its runtime ends for good."""
+        state = self.state
+        grace = state.spec.stop_grace
+        event = stop_event(f"{task.key} removed: {reason}", grace)
+        task.tell_stop(event)
+        task.watchers.clear()
+        # Its calls are answered with this final Stop (am/attempts.py), not
+        # refused, until its container ends; a later attempt number keeps a
+        # late registration out.
+        task.attempt += 1
+        task.in_place_stop = event
+        state.relaunch.discard(task)
+        state.note(task, f"removed: {reason}")
+        kill_by = state.clock() + (0 if task.retiring else grace + KILL_MARGIN)
+        self.leaving[(task.role, task.index)] = (task, kill_by)
+
+    def _add(self, index: int, reason: str) -> Task:
+        """A worker the new size adds: a new container, its attempt after any
+        earlier worker of that index (whose late calls are then refused)."""
+        state = self.state
+        earlier = self.leaving.get((Role.WORKER, index))
+        attempt = earlier[0].attempt + 1 if earlier else 0
+        # A new record, not a move: it begins where every later attempt does.
+        task = Task(role=Role.WORKER, index=index, attempt=attempt, state=NEW_ATTEMPT)
+        state.note(task, f"{NEW_ATTEMPT.value}: added: {reason}")
+        task.retire_by = task.relaunch_at = 0.0
+        state.relaunch.add(task)
+        return task
+
+    def add_standby(self, index: int, why: str) -> Task:
+        """Ask YARN for worker ``index``'s container ahead of a resize: it
+        registers and waits, outside the cluster (am/elastic.py)."""
+        task = self._add(index, why)
+        self.state.tasks[(Role.WORKER, index)] = task
+        self.standby.add(task)
+        return task
+
+    def drop_standby(self, task: Task, why: str) -> None:
+        """A standing-by worker is not wanted (or failed): it leaves the job."""
+        self.standby.discard(task)
+        self.state.tasks.pop((task.role, task.index), None)
+        self._remove(task, why)
+
+    def leaving_task(self, role: str, index: int) -> Task | None:
+        """A removed worker whose container has not ended yet."""
+        try:
+            found = self.leaving.get((Role(role), index))
+        except ValueError:
+            return None
+        return found[0] if found else None
+
+    async def check(self, now: float) -> None:
+        """Each reconcile pass: kill removed workers' containers that outlive their Stop."""
+        state = self.state
+        for key, (task, kill_by) in list(self.leaving.items()):
+            cid = task.retiring or task.container_id
+            info = state.containers.get(cid or "")
+            if cid is None or (info is not None and info.ended):
+                del self.leaving[key]
+                continue
+            pending = info is None or info.state in ("WAITING", "REQUESTED")
+            if now < kill_by and not pending:
+                continue
+            tries = self._kill_tries.get(cid, 0)
+            if tries >= KILL_TRIES:
+                del self.leaving[key]  # it ends with the application at the latest
+                continue
+            self._kill_tries[cid] = tries + 1
+            try:
+                await state.launcher.kill(cid)
+            except Exception:  # tried again on the next pass
+                log.warning(
+                    "could not kill removed %s's container %s", key, cid, exc_info=True
+                )
