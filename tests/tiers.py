@@ -53,6 +53,11 @@ RECOVERY = tuple(
         "test_daemon_restarts.py",
     )
 )
+# Jobs resized while they train (graceful stops, `tfyarn scale`), on a
+# one-host cluster of their own.
+ELASTIC = f"{INTEGRATION}/test_elastic.py"
+ELASTIC_HOME = "/var/tmp/tfyarn-tests/elastic"
+ELASTIC_PORT_OFFSET = "1100"
 # Where the recovery tier's cluster lives (.ci/run stops it whatever happens).
 RECOVERY_HOME = "/var/tmp/tfyarn-tests/recovery"
 RECOVERY_PORT_OFFSET = "800"
@@ -69,6 +74,7 @@ TIERS = (
             f"--ignore={INTEGRATION}/ha_secure",
             f"--ignore={INTEGRATION}/versions",
             *(f"--ignore={path}" for path in RECOVERY),
+            f"--ignore={ELASTIC}",
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
     ),
@@ -79,6 +85,15 @@ TIERS = (
         env=(
             ("TFYARN_CLUSTER_HOME", RECOVERY_HOME),
             ("TFYARN_CLUSTER_PORT_OFFSET", RECOVERY_PORT_OFFSET),
+        ),
+    ),
+    Tier(
+        "elastic",
+        (ELASTIC,),
+        "graceful stops and jobs scaled while they train",
+        env=(
+            ("TFYARN_CLUSTER_HOME", ELASTIC_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", ELASTIC_PORT_OFFSET),
         ),
     ),
     Tier(
@@ -111,9 +126,9 @@ TIERS = (
 # computes, and no lane takes longer than the plain tier.
 LANES = (
     ("plain",),
-    ("unit", "secure", "multihost"),
-    ("recovery",),
-    ("ha", "ha_secure", "versions"),
+    ("unit", "multihost"),
+    ("recovery", "secure"),
+    ("ha", "ha_secure", "versions", "elastic"),
 )
 # No tier may keep CI waiting past this: it is stopped and counted failed.
 TIER_DEADLINE_S = 45 * 60
