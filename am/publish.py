@@ -65,6 +65,7 @@ def snapshot(state: JobState, *, keep: int | None = None) -> dict[str, Any]:
                 failures=t.failures[-keep:] if keep else [],
                 history=t.history[-keep:] if keep else [],
                 disruption=state.disrupted.get(t, ""),
+                standby=t in state.resizer.standby,
             )
         )
     return JobStatus(
