@@ -66,6 +66,7 @@ def snapshot(state: JobState, *, keep: int | None = None) -> dict[str, Any]:
                 history=t.history[-keep:] if keep else [],
                 disruption=state.disrupted.get(t, ""),
                 **state.gpus.status_of(t),
+                standby=t in state.resizer.standby,
             )
         )
     return JobStatus(

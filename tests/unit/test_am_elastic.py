@@ -9,7 +9,8 @@ from test_am_notice import kinds, queued
 from am.elastic import DEFAULT_SHRINK_AFTER, shrink_bound
 from am.launcher import FakeLauncher
 from am.state import JobState
-from tfyarn.contract.status import Phase, TaskState
+from tfyarn.client.narrator import describe_task
+from tfyarn.contract.status import JobStatus, Phase, TaskState
 from tfyarn.spec import Role
 
 
@@ -73,6 +74,10 @@ def test_a_lost_worker_yarn_cannot_give_back_shrinks_the_job_then_it_grows_back(
         standby = state.tasks[(Role.WORKER, 2)]
         assert standby in state.resizer.standby
         assert standby not in state.cluster_members
+        shown = JobStatus.from_dict(state.snapshot()).task("worker:2")
+        assert shown is not None and shown.standby
+        assert shown.shown_state() == "REQUESTED (standby)"
+        assert describe_task(shown).startswith("worker:2 REQUESTED (standby)")
         assert started(launcher)[-1] == "worker_5"
         launcher.grant("worker_5")
         register(state, "worker", 2, 4002, attempt=standby.attempt)

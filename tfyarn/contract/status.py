@@ -110,12 +110,18 @@ class TaskStatus:
     gpus: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     gpu_source: str = ""
     gpu_error: str = ""
+    # A worker asked for ahead of a resize (--min_worker growing back): it
+    # registers and waits outside the cluster until the resize makes it a member.
+    standby: bool = False
 
     def shown_state(self) -> str:
         """The state as a reader should see it: a taken-back attempt reads
-        "PREEMPTED" (or its disruption's word), not LOST or FAILED."""
+        "PREEMPTED" (or its disruption's word), not LOST or FAILED; a worker
+        standing by reads "REQUESTED (standby)"."""
         if self.disruption and self.state in (TaskState.LOST, TaskState.FAILED):
             return self.disruption.upper()
+        if self.standby:
+            return f"{self.state.value} (standby)"
         return self.state.value
 
     def to_dict(self) -> dict[str, Any]:

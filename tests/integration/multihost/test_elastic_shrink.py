@@ -4,13 +4,15 @@ labelled ``ps``, node2 ``work``, node3 unlabelled, 3 GiB each).
 Placement is made certain: the job's master fills node3 (masters run only on
 the unlabelled host) and each of its two all-reduce workers asks for a whole
 node (3 GiB), so they run on node1 and node2 and nothing else fits anywhere.
-node2 crashes: its worker is lost, the cluster restarts, and YARN has no room
-for the worker's new container. After ``allocation_timeout`` the job goes on
-with one worker (``min_worker=1``) instead of waiting or failing; when node2
-starts again the master gets the container it asked for standing by and grows
-the job back to two workers, after a stop notice at which worker 0 saved: the
-last generation starts at the step it saved (nothing redone), and training
-ends with the expected accuracy. Neither resize is charged to max_restarts.
+The host of worker 1 crashes: the worker is lost, the cluster restarts, and
+YARN has no room for its new container. After ``allocation_timeout`` the job
+goes on with one worker (``min_worker=1``) instead of waiting or failing;
+when the host starts again (minutes on a loaded machine: the job trains on meanwhile) the
+master gets the container it asked for standing by and grows the job back to
+two workers, after a stop notice at which worker 0 saved: the last
+generation starts at the step it saved (nothing redone). ``tfyarn kill
+--graceful`` ends the job, saving once more. Neither resize is charged to
+max_restarts.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 import pytest
 from _hdfs import hdfs_dir
-from helpers import EXAMPLES, Job, accuracy_from, run_cli, running_job
+from helpers import EXAMPLES, Job, run_cli, running_job
 
 from tfyarn import client
 from tfyarn.cluster import LocalCluster
@@ -83,7 +85,11 @@ def _wait(job: Job, what: str, test: Any, timeout: float) -> dict[str, Any]:
 
 
 def _running_workers(snap: dict[str, Any]) -> int:
-    workers = [t for t in snap.get("tasks", []) if t["role"] == "worker"]
+    workers = [
+        t
+        for t in snap.get("tasks", [])
+        if t["role"] == "worker" and not t.get("standby")
+    ]
     if snap.get("phase") != "RUNNING" or snap.get("stop_notice"):
         return -1
     if not all(t["state"] == "RUNNING" for t in workers):
@@ -96,7 +102,7 @@ def test_a_crashed_host_shrinks_the_job_and_its_return_grows_it_back(
 ) -> None:
     layout = local_cluster.layout()
     assert layout is not None
-    node2 = layout.host("node2").host
+    victim = ""
     began = time.monotonic()
     try:
         with running_job(
@@ -108,7 +114,7 @@ def test_a_crashed_host_shrinks_the_job_and_its_return_grows_it_back(
                 "--checkpoint_dir",
                 f"{base}/elastic",
                 "--steps",
-                "3000",
+                "1000000",  # it trains until the test has seen both resizes
                 "--checkpoint_every",
                 "100",  # a failure gives no notice: the backup covers it
                 "--pause",
@@ -118,7 +124,7 @@ def test_a_crashed_host_shrinks_the_job_and_its_return_grows_it_back(
             min_worker=1,
             am_memory="2560 MiB",
             worker_memory="3 GiB",
-            # Checkpoint writes fail until the NameNode calls node2's
+            # Checkpoint writes fail until the NameNode calls the crashed
             # DataNode dead: a restart or two more.
             max_restarts=4,
             **FAST,
@@ -129,36 +135,49 @@ def test_a_crashed_host_shrinks_the_job_and_its_return_grows_it_back(
                 lambda s: (_tasks(s).get("worker:0", {}).get("step") or 0) >= 150,
                 360,
             )
-            assert _tasks(snap)["worker:1"]["address"].startswith(node2), snap
-            crashed = run_cli("cluster", "node", "stop", "node2")
+            host = _tasks(snap)["worker:1"]["address"].rsplit(":", 1)[0]
+            victim = next(h.name for h in layout.hosts if h.host == host)
+            assert victim in ("node1", "node2"), snap  # not the master's node3
+            crashed = run_cli("cluster", "node", "stop", victim)
             assert crashed.returncode == 0, crashed.stderr
             crashed_at = time.monotonic()
             _wait(job, "one worker", lambda s: _running_workers(s) == 1, 300)
             shrunk_in = time.monotonic() - crashed_at
-            started = run_cli("cluster", "node", "start", "node2", timeout=300)
+            started = run_cli("cluster", "node", "start", victim, timeout=300)
             assert started.returncode == 0, started.stderr
             back_at = time.monotonic()
-            _wait(job, "two workers again", lambda s: _running_workers(s) == 2, 400)
+            snap = _wait(
+                job, "two workers again", lambda s: _running_workers(s) == 2, 400
+            )
             grown_in = time.monotonic() - back_at
-            final = job.wait(timeout=600)
-            master = client.status(job.app_id, client=yarn).master
+            step = _tasks(snap)["worker:0"]["step"]
+            _wait(
+                job,
+                "training on with two workers",
+                lambda s: (_tasks(s)["worker:0"].get("step") or 0) >= step + 50,
+                120,
+            )
+            client.kill(job.app_id, graceful=True, client=yarn)
+            final = job.wait_for_end(timeout=300)
+            master = final.master
             log = job.logs("worker:0")
     finally:
-        run_cli("cluster", "node", "start", "node2", timeout=300)
-    assert final.succeeded, final.diagnostics
+        if victim:  # started again whatever happened
+            run_cli("cluster", "node", "start", victim, timeout=300)
+    assert final.outcome == "KILLED", final.diagnostics
     assert master is not None and master.resizes == 2, master
     assert "got no container within 30 s" in master.resize_reasons[0]
     assert "back to 2 of 2 worker(s)" in master.resize_reasons[1]
     starts = [int(v) for v in re.findall(r"^start_step=(\d+)", log, re.MULTILINE)]
     saved = [int(v) for v in re.findall(r"^saved_at=(\d+)", log, re.MULTILINE)]
     sizes = [int(v) for v in re.findall(r"^workers=(\d+)", log, re.MULTILINE)]
-    # Shrunk after a failure (from the backup), grown after a save (exactly).
+    # Shrunk after a failure (from the backup), grown after a save (exactly),
+    # then saved once more by the graceful kill.
     assert sizes[0] == 2 and 1 in sizes and sizes[-1] == 2, sizes
-    assert saved and starts[-1] == saved[-1], (starts, saved)
-    assert re.findall(r"^steps=(\d+)", log, re.MULTILINE)[-1] == "3000"
-    assert accuracy_from(log) >= 0.9
+    assert len(saved) >= 2 and starts[-1] == saved[-2], (starts, saved)
+    assert saved[-1] >= starts[-1] + 50, (starts, saved)
     print(
         f"elastic shrink test: {time.monotonic() - began:.0f} s in all; one "
         f"worker {shrunk_in:.0f} s after the crash, two again {grown_in:.0f} s "
-        f"after node2 returned; starts {starts}, saved {saved}, sizes {sizes}"
+        f"after its host returned; starts {starts}, saved {saved}, sizes {sizes}"
     )
