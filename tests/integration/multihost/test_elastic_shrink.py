@@ -147,7 +147,13 @@ def test_a_crashed_host_shrinks_the_job_and_its_return_grows_it_back(
             assert started.returncode == 0, started.stderr
             back_at = time.monotonic()
             snap = _wait(
-                job, "two workers again", lambda s: _running_workers(s) == 2, 400
+                job,
+                "two workers again, training",
+                lambda s: (
+                    _running_workers(s) == 2
+                    and _tasks(s)["worker:0"].get("step") is not None
+                ),
+                400,
             )
             grown_in = time.monotonic() - back_at
             step = _tasks(snap)["worker:0"]["step"]
