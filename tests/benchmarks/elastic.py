@@ -35,6 +35,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import _follow
+
 from tfyarn import client
 from tfyarn.data import fs
 from tfyarn.data.example import write_digits
@@ -53,23 +55,14 @@ OPTIONS = {
     "heartbeat_interval": 1,
     "stop_grace": 60,
 }
-TIMEOUT_S = 300.0
 
 
 def lead(yarn: Any, app_id: str) -> dict[str, Any]:
-    master = client.status(app_id, client=yarn).master
-    snap = master.to_dict() if master else {}
-    return next((t for t in snap.get("tasks", []) if t["task"] == "worker:0"), {})
+    return _follow.task(yarn, app_id, "worker:0")
 
 
-def until(what: str, check: Any, timeout: float = TIMEOUT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise SystemExit(f"elastic benchmark: {what} did not happen in {timeout:.0f} s")
+def until(what: str, check: Any, timeout: float = _follow.TIMEOUT_S) -> Any:
+    return _follow.until("elastic", what, check, timeout)
 
 
 def training_again(yarn: Any, app_id: str, attempt: int) -> None:

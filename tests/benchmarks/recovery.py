@@ -31,6 +31,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import _follow
+
 from tfyarn import client
 from tfyarn.data import fs
 
@@ -53,23 +55,14 @@ OPTIONS = {
     "stop_grace": 3,
     "worker_grace": 3,
 }
-TIMEOUT_S = 300.0
 
 
 def chief(yarn: Any, app_id: str) -> dict[str, Any]:
-    master = client.status(app_id, client=yarn).master
-    snap = master.to_dict() if master else {}
-    return next((t for t in snap.get("tasks", []) if t["task"] == "chief:0"), {})
+    return _follow.task(yarn, app_id, "chief:0")
 
 
-def until(what: str, check: Any, timeout: float = TIMEOUT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise SystemExit(f"recovery benchmark: {what} did not happen in {timeout:.0f} s")
+def until(what: str, check: Any, timeout: float = _follow.TIMEOUT_S) -> Any:
+    return _follow.until("recovery", what, check, timeout)
 
 
 def run(yarn: Any, victim: str, base: str, warmup_steps: int) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _follow
 import skein
 
 from tfyarn import client
@@ -106,9 +107,7 @@ def cli(*argv: str) -> str:
     return done.stdout.strip()
 
 
-def snapshot(yarn: Any, app_id: str) -> dict[str, Any]:
-    master = client.status(app_id, client=yarn).master
-    return master.to_dict() if master else {}
+snapshot = _follow.snapshot
 
 
 def chief_step(yarn: Any, app_id: str) -> int:
