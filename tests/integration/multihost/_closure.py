@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib.metadata
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from helpers import REPO
@@ -56,4 +58,29 @@ def tfyarn_sources(where: Path) -> Path:
         shutil.copytree(
             REPO / shipped, where / "tfyarn" / "_shipped" / shipped, ignore=skip
         )
+    return where
+
+
+def small_venv(where: Path) -> Path:
+    """A virtualenv at ``where`` holding tfyarn as this session has it installed
+    (editable: its ``.pth`` points at the checkout) and :func:`distributions`,
+    their files copied from this session's environment: what ``--python_env
+    auto`` packs when the client runs from it, about 80 MB instead of 2 GB."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(where)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    site = where / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    site = site / "site-packages"
+    for dist in [*distributions(), importlib.metadata.distribution("tfyarn")]:
+        for file in dist.files or []:
+            if str(file).startswith(".."):  # scripts in bin/: not imported
+                continue
+            source = Path(str(dist.locate_file(file)))
+            if source.is_file():
+                target = site / file
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
     return where
