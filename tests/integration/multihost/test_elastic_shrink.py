@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from _hdfs import hdfs_dir
-from helpers import EXAMPLES, Job, run_cli, running_job
+from helpers import EXAMPLES, REPO, Job, run_cli, running_job
 
 from tfyarn import client
 from tfyarn.cluster import LocalCluster
@@ -33,6 +33,7 @@ from .conftest import DATA, PYTHON
 
 pytestmark = [pytest.mark.yarn, pytest.mark.hdfs, pytest.mark.slow]
 
+ARTIFACTS = REPO / "tests" / "artifacts"
 FAST = {
     "python": PYTHON,
     "heartbeat_interval": 1,
@@ -167,6 +168,10 @@ def test_a_crashed_host_shrinks_the_job_and_its_return_grows_it_back(
             final = job.wait_for_end(timeout=300)
             master = final.master
             log = job.logs("worker:0")
+            # Every task's log, kept for a failure's post-mortem.
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            kept = ARTIFACTS / f"elastic-shrink-{job.app_id}.log"
+            kept.write_text(job.logs())
     finally:
         if victim:  # started again whatever happened
             run_cli("cluster", "node", "start", victim, timeout=300)
@@ -179,9 +184,10 @@ def test_a_crashed_host_shrinks_the_job_and_its_return_grows_it_back(
     sizes = [int(v) for v in re.findall(r"^workers=(\d+)", log, re.MULTILINE)]
     # Shrunk after a failure (from the backup), grown after a save (exactly),
     # then saved once more by the graceful kill.
-    assert sizes[0] == 2 and 1 in sizes and sizes[-1] == 2, sizes
-    assert len(saved) >= 2 and starts[-1] == saved[-2], (starts, saved)
-    assert saved[-1] >= starts[-1] + 50, (starts, saved)
+    why = (starts, saved, sizes, master.restart_reasons, f"every log: {kept}")
+    assert sizes[0] == 2 and 1 in sizes and sizes[-1] == 2, why
+    assert len(saved) >= 2 and starts[-1] == saved[-2], why
+    assert saved[-1] >= starts[-1] + 50, why
     print(
         f"elastic shrink test: {time.monotonic() - began:.0f} s in all; one "
         f"worker {shrunk_in:.0f} s after the crash, two again {grown_in:.0f} s "
