@@ -95,6 +95,17 @@ class Attempts:
             and task.in_place_stop is None
         )
 
+    def not_started_yet(self, task: Task) -> bool:
+        """Its container runs but its runtime has not registered in this
+        attempt: nothing of it is in any generation yet."""
+        return (
+            task.state is TaskState.ALLOCATED
+            and task.last_heartbeat is None
+            and task.container_id is not None
+            and self._container_alive(task.container_id)
+            and task.stop_requested_at is None
+        )
+
     def give_back(
         self, tasks: Iterable[Task], reason: str, *, relaunch_at: float
     ) -> None:

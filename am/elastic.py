@@ -1,4 +1,4 @@
-"""``--min_worker``: go on with fewer workers while YARN cannot give them, grow back after.
+"""``--min_worker``: go on with fewer workers while YARN cannot give them; growing with standbys.
 
 A worker that waits for a container longer than :func:`shrink_bound`
 (``allocation_timeout``, or 60 s when that is 0: the time gang allocation
@@ -10,11 +10,13 @@ the leaving ones free are exactly what it needs (same role, same resources).
 
 Once the smaller generation runs, the master asks YARN for the missing
 workers' containers *standing by*: they start, register and wait outside the
-cluster, costing the job nothing. When the lowest of them are in (all of
-them, or :data:`GROW_SETTLE` seconds after the first), a resize makes them
-members: back to the target (``num_worker``, or what ``tfyarn scale`` set
-since). A standby that fails is dropped and asked for again. Resizes are
-counted, never charged to ``max_restarts``.
+cluster, costing the job nothing. When the lowest of them have running
+containers (all of them, or :data:`GROW_SETTLE` seconds after the first), a
+resize makes them members, their runtimes starting while the others save:
+back to the target (``num_worker``, or what ``tfyarn scale`` set
+since). ``tfyarn scale`` to more workers grows any job the same way
+(am/resize.py asks for the standbys). A standby that fails is dropped and
+asked for again. Resizes are counted, never charged to ``max_restarts``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ DEFAULT_SHRINK_AFTER = 60.0
 # Once one standby worker is in, how long to wait for the others before
 # growing with those that are (each resize costs a generation).
 GROW_SETTLE = 10.0
+# A standby in these states can join: YARN gave its container.
+STARTED = (TaskState.ALLOCATED, TaskState.REGISTERED)
 
 
 def shrink_bound(allocation_timeout: float) -> float:
@@ -52,15 +56,14 @@ class Elastic:
         self._stuck = False  # "cannot shrink below min_worker" logged
 
     def check(self, now: float) -> None:
-        """Shrink when workers wait too long for containers; grow when they come."""
+        """Shrink when workers wait too long for containers (``--min_worker``);
+        grow when standbys are in."""
         state = self.state
-        if not state.spec.min_worker:
-            return
         if state.settled:
             for task in list(state.resizer.standby):
                 state.resizer.drop_standby(task, "the job is ending")
             return
-        if state.notices.active or self._shrink(now):
+        if state.notices.active or (state.spec.min_worker and self._shrink(now)):
             return
         self._grow(now)
 
@@ -118,6 +121,8 @@ class Elastic:
         for task in list(resizer.standby):
             if task.index >= resizer.target:  # `tfyarn scale` asked for fewer
                 resizer.drop_standby(task, f"the job now keeps {resizer.target}")
+        if current >= resizer.target:
+            resizer.grow_reason = ""  # grown as `tfyarn scale` asked
         if current >= resizer.target or state.phase is not Phase.RUNNING:
             self._ready_since = None
             return
@@ -127,10 +132,12 @@ class Elastic:
                     index,
                     f"standing by to grow back to {resizer.target} worker(s)",
                 )
-        ready = 0  # standing by and registered, from the lowest index up
+        # Standing by with a container, from the lowest index up. A container
+        # that runs is enough: its runtime starts while the others save.
+        ready = 0
         for index in range(current, resizer.target):
             found = state.tasks.get((Role.WORKER, index))
-            if found is None or found.state is not TaskState.REGISTERED:
+            if found is None or found.state not in STARTED:
                 break
             ready += 1
         if not ready:
@@ -142,8 +149,16 @@ class Elastic:
         if missing and now - self._ready_since < GROW_SETTLE:
             return
         self._ready_since = None
-        resizer.begin(
-            current + ready,
-            f"YARN granted worker containers again: back to {current + ready} of "
-            f"{resizer.target} worker(s)",
-        )
+        if resizer.grow_reason and not missing:
+            reason = resizer.grow_reason
+        elif resizer.grow_reason:
+            reason = (
+                f"{ready} more worker(s) standing by: growing to {current + ready} "
+                f"of {resizer.target} worker(s) ({resizer.grow_reason})"
+            )
+        else:
+            reason = (
+                f"YARN granted worker containers again: back to {current + ready} "
+                f"of {resizer.target} worker(s)"
+            )
+        resizer.begin(current + ready, reason)

@@ -159,6 +159,13 @@ class Reconciler:
             await self._enforce_stops(now)
             await state.resizer.check(now)
             await self._relaunch_ready(now)
+        else:
+            # Between scans, what an event may have settled (every script saved
+            # for a notice, a standby worker registered): a resize waits a
+            # tick on neither.
+            state.notices.check(now)
+            state.elastic.check(now)
+            await self._relaunch_ready(now)
         if state.finishing_since is not None:
             self._check_finishing(now)
         if state.stopping_since is not None:

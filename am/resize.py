@@ -1,8 +1,10 @@
 """Resizing a job: a graceful stop, then the next generation with another worker count.
 
 ``tfyarn scale APP --num_worker N`` (the ``Resize`` RPC) and ``--min_worker``
-(am/elastic.py) change how many workers the job has. A resize is always the
-same two steps: a stop notice to every running task (am/notice.py), so the
+(am/elastic.py) change how many workers the job has. To grow, the master
+first asks YARN for the new workers' containers *standing by* (they start,
+register and wait outside the cluster while the job trains on), so the stop
+costs no container start. A resize is always the same two steps: a stop notice to every running task (am/notice.py), so the
 scripts that heed it save at their current step; then the next generation,
 whose ClusterSpec, TF_CONFIG, legacy flags and data shards follow the new
 size. The workers that stay restart in place; removed ones (the highest
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from am.model import KILL_MARGIN, Task, TaskRejected, stop_event
 from am.transitions import NEW_ATTEMPT
+from tfyarn.contract.status import Phase
 from tfyarn.spec import JobSpec, Role
 
 if TYPE_CHECKING:
@@ -78,6 +81,9 @@ class Resizer:
         # The worker count to keep or grow back to: the submitted one, then
         # what `tfyarn scale` asked (--min_worker shrinks below it for a while).
         self.target = state.spec.count(Role.WORKER)
+        # Why the job grows once its standby workers are in, when `tfyarn
+        # scale` asked for more ("" for --min_worker growing back).
+        self.grow_reason = ""
         # Workers asked for ahead of a resize (am/elastic.py): in state.tasks,
         # not in the cluster, until a resize makes them members.
         self.standby: set[Task] = set()
@@ -103,8 +109,26 @@ class Resizer:
             raise refused
         before = state.spec.count(Role.WORKER)
         self.target = num_worker
+        self.grow_reason = ""
+        for task in [t for t in self.standby if t.index >= num_worker]:
+            self.drop_standby(task, f"the job now keeps {num_worker} worker(s)")
         if num_worker == before:
             return before, f"the job already has {before} worker(s): nothing to do"
+        if num_worker > before and state.phase is Phase.RUNNING:
+            # The new workers' containers first, standing by (am/elastic.py):
+            # the job trains on meanwhile and stops only once they can join.
+            # (A job still forming has nothing to lose: it grows at once.)
+            self.grow_reason = f"resized from {before} to {num_worker} worker(s): {why}"
+            for index in range(before, num_worker):
+                if (Role.WORKER, index) not in state.tasks:
+                    self.add_standby(
+                        index, f"standing by to grow to {num_worker} worker(s)"
+                    )
+            return before, (
+                f"asking YARN for {num_worker - before} more worker container(s); "
+                "the job trains on until they stand by, then a stop notice and "
+                f"the next generation with {num_worker} worker(s)"
+            )
         grace = self.begin(
             num_worker, f"resized from {before} to {num_worker} worker(s): {why}"
         )

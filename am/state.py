@@ -644,6 +644,10 @@ class JobState:
         for task in self.tasks.values():
             if self.attempts.can_restart_in_place(task):
                 self.attempts.restart_in_place(task, f"the cluster restarts: {reason}")
+            elif self.attempts.not_started_yet(task):
+                # Its runtime has not registered: it registers into the next
+                # generation as it is (a standby worker joining a resize).
+                self.note(task, f"keeps its new container: {reason}")
             else:
                 self.attempts.retire(task, f"the cluster restarts: {reason}")
         self.poke()

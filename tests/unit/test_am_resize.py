@@ -36,7 +36,9 @@ async def save_all(state: JobState, clock: Clock) -> None:
     await tick(state, clock)
 
 
-def test_scaling_up_saves_then_forms_a_bigger_generation() -> None:
+def test_scaling_up_starts_the_new_worker_first_then_saves_and_forms_a_bigger_generation() -> (
+    None
+):
     spec = job(tasks={"worker": 2}, max_restarts=0, stop_grace=5)
 
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
@@ -44,8 +46,18 @@ def test_scaling_up_saves_then_forms_a_bigger_generation() -> None:
         streams = [state.watch("worker", i, 0, known=0) for i in (0, 1)]
         heed_all(state)
         before, message = state.resizer.request(3, "tfyarn scale")
-        assert before == 2 and "3 worker(s)" in message
-        assert state.phase is Phase.RUNNING and state.notices.active
+        assert before == 2 and "3 worker(s)" in message and "stand by" in message
+        # No notice yet: the new worker's container comes first, the job trains on.
+        assert state.phase is Phase.RUNNING and not state.notices.active
+        await tick(state, clock)
+        assert [cid for cid, _ in launcher.started] == ["worker_2"]
+        env = started_env(launcher, "worker_2")
+        assert env["TFYARN_TASK_INDEX"] == "2" and env["TFYARN_ATTEMPT"] == "0"
+        launcher.grant("worker_2")
+        register(state, "worker", 2, 3000)
+        assert state.phase is Phase.RUNNING and not state.notices.active
+        await tick(state, clock)  # it stands by: now the notice
+        assert state.notices.active
         with pytest.raises(TaskRejected, match="already ending"):
             state.resizer.request(4, "tfyarn scale")  # one at a time
         await save_all(state, clock)
@@ -62,16 +74,13 @@ def test_scaling_up_saves_then_forms_a_bigger_generation() -> None:
             "worker:2",
         ]
         await tick(state, clock)
-        # Only the new worker asks YARN for a container.
-        assert [cid for cid, _ in launcher.started] == ["worker_2"]
-        env = started_env(launcher, "worker_2")
-        assert env["TFYARN_TASK_INDEX"] == "2" and env["TFYARN_ATTEMPT"] == "0"
-        assert env["TFYARN_RESTART"] == "1"
-        launcher.grant("worker_2")
+        assert len(launcher.started) == 1  # nothing more asked of YARN
         for i in (0, 1):
             reregister(state, "worker", i, 1, ports[f"worker:{i}"])
-        assert state.phase is Phase.RESTARTING  # worker:2 is not in yet
-        register(state, "worker", 2, 3000)
+        assert state.phase is Phase.RESTARTING  # the standby joins too
+        joined = state.tasks[(Role.WORKER, 2)]
+        assert joined.attempt == 1  # restarted in place, as a member
+        reregister(state, "worker", 2, joined.attempt, 3000)
         assert state.phase is Phase.RUNNING and state.generation == 2
         assert state.cluster() == {
             "worker": [f"h:{ports['worker:0']}", f"h:{ports['worker:1']}", "h:3000"]
@@ -87,6 +96,56 @@ def test_scaling_up_saves_then_forms_a_bigger_generation() -> None:
     snap = state.snapshot()
     assert snap["resizes"] == 1
     assert snap["resize_reasons"][0].startswith("resized from 2 to 3 worker(s)")
+
+
+def test_a_standby_whose_container_runs_joins_before_its_runtime_registered() -> None:
+    spec = job(tasks={"worker": 2}, max_restarts=0, stop_grace=5)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        ports = form(state, launcher)
+        heed_all(state)
+        state.resizer.request(3, "tfyarn scale")
+        await tick(state, clock)
+        launcher.grant("worker_2")
+        await tick(state, clock)
+        # Its container runs: the others save while its runtime starts.
+        assert state.tasks[(Role.WORKER, 2)].state is TaskState.ALLOCATED
+        assert state.notices.active
+        await save_all(state, clock)
+        assert state.phase is Phase.RESTARTING and state.spec.count(Role.WORKER) == 3
+        await tick(state, clock)
+        assert launcher.killed == [] and len(launcher.started) == 1  # kept, not redone
+        for i in (0, 1):
+            reregister(state, "worker", i, 1, ports[f"worker:{i}"])
+        assert state.phase is Phase.RESTARTING
+        register(state, "worker", 2, 3000)  # its first registration, as a member
+        assert state.phase is Phase.RUNNING and len(state.cluster()["worker"]) == 3
+        state.request_kill("test over")
+
+    state, _ = run(spec, scenario)
+    assert state.resizer.resizes == 1 and state.budget_used == 0
+
+
+def test_scaling_up_with_no_room_keeps_training_and_scaling_back_drops_the_standby() -> (
+    None
+):
+    spec = job(tasks={"worker": 2}, stop_grace=5)
+
+    async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:
+        form(state, launcher)
+        state.resizer.request(3, "tfyarn scale")
+        for _ in range(30):  # YARN grants nothing for a long while
+            await tick(state, clock)
+        assert state.phase is Phase.RUNNING and not state.notices.active
+        assert state.generation == 1 and state.resizer.resizes == 0
+        before, message = state.resizer.request(2, "tfyarn scale")
+        assert before == 2 and "nothing to do" in message
+        assert (Role.WORKER, 2) not in state.tasks and not state.resizer.standby
+        await tick(state, clock)
+        assert not state.notices.active and state.resizer.resizes == 0
+        state.request_kill("test over")
+
+    run(spec, scenario)
 
 
 def test_scaling_down_stops_the_highest_workers_for_good() -> None:
@@ -150,10 +209,11 @@ def test_a_worker_added_again_after_a_shrink_is_a_later_attempt() -> None:
         state.resizer.request(3, "bigger again")  # worker_2 still running
         await tick(state, clock)
         added = state.tasks[(Role.WORKER, 2)]
+        assert added in state.resizer.standby  # its container first
         assert added.attempt == 2  # its removed predecessor was attempt 0 (then 1)
         with pytest.raises(TaskRejected, match="replaced"):
             state.heartbeat("worker", 2, 0)  # the old runtime is not taken for it
-        assert state.resizer.resizes == 2
+        assert state.resizer.resizes == 1
         state.request_kill("test over")
 
     run(spec, scenario)

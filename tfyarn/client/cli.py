@@ -150,10 +150,11 @@ def add_commands(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "scale",
         help="change a running job's number of workers",
-        description="Change a running job's number of workers: every task gets "
-        "a stop notice (scripts that call tfyarn.should_stop() save at their "
-        "current step), then the next generation starts with N workers. "
-        "ps, chief and evaluator counts stay.",
+        description="Change a running job's number of workers: to grow, the new "
+        "workers' containers start first and stand by while the job trains on; "
+        "then every task gets a stop notice (scripts that call "
+        "tfyarn.should_stop() save at their current step) and the next "
+        "generation starts with N workers. ps, chief and evaluator counts stay.",
     )
     p.add_argument("app_id", help="application id (application_...)")
     # Not add_option: its hidden dashed alias would be required too.

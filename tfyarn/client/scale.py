@@ -1,7 +1,9 @@
 """``tfyarn scale APP --num_worker N``: another worker count for a running job.
 
-The master does the work (am/resize.py): a stop notice so scripts save at
-their current step, then the next generation with N workers. Here the request
+The master does the work (am/resize.py): to grow, it first gets the new
+workers' containers, which stand by while the job trains on; then a stop
+notice so scripts save at their current step, and the next generation with N
+workers. Here the request
 is checked first, each refusal saying why: an unknown or ended application,
 not a tfyarn job, a count below 1, or more than the job's queue can ever
 give (its maximum capacity of the cluster's running nodes). The master
@@ -43,7 +45,9 @@ class ScaleResult:
 def scale(app_id: str, *, num_worker: int, client: Any | None = None) -> ScaleResult:
     """Change a running job's number of workers.
 
-    Every running task gets a stop notice first; scripts that heed it
+    To grow, the new workers' containers start first and stand by while the
+    job trains on (if YARN has no room, the job keeps its size meanwhile).
+    Then every running task gets a stop notice; scripts that heed it
     (``tfyarn.should_stop()``, ``tfyarn.termination_config()``) save at their
     current step, then the next generation starts with ``num_worker`` workers
     from there (TF_CONFIG, the legacy flags and ``tfyarn.data``'s shards
