@@ -58,6 +58,20 @@ RECOVERY = tuple(
 ELASTIC = f"{INTEGRATION}/test_elastic.py"
 ELASTIC_HOME = "/var/tmp/tfyarn-tests/elastic"
 ELASTIC_PORT_OFFSET = "1100"
+# The examples trained and resumed end to end, and TensorFlow reading HDFS
+# through the plugin: the plain tier's longest jobs, on a cluster of their own
+# so that they run beside it.
+EXAMPLES = tuple(
+    f"{INTEGRATION}/{name}"
+    for name in (
+        "test_examples.py",
+        "test_hdfs_plugin_job.py",
+        "test_hdfs_mwms.py",
+        "test_hdfs_ps_staging.py",
+    )
+)
+EXAMPLES_HOME = "/var/tmp/tfyarn-tests/examples"
+EXAMPLES_PORT_OFFSET = "1700"
 # Where the recovery tier's cluster lives (.ci/run stops it whatever happens).
 RECOVERY_HOME = "/var/tmp/tfyarn-tests/recovery"
 RECOVERY_PORT_OFFSET = "800"
@@ -74,9 +88,19 @@ TIERS = (
             f"--ignore={INTEGRATION}/ha_secure",
             f"--ignore={INTEGRATION}/versions",
             *(f"--ignore={path}" for path in RECOVERY),
+            *(f"--ignore={path}" for path in EXAMPLES),
             f"--ignore={ELASTIC}",
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
+    ),
+    Tier(
+        "examples",
+        EXAMPLES,
+        "the examples end to end, TensorFlow on HDFS through the plugin",
+        env=(
+            ("TFYARN_CLUSTER_HOME", EXAMPLES_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", EXAMPLES_PORT_OFFSET),
+        ),
     ),
     Tier(
         "recovery",
@@ -122,13 +146,14 @@ TIERS = (
         "other Hadoop lines (3.1.1, 3.3.6): jobs, logs, HDFS, kill, a replaced task",
     ),
 )
-# Four lanes on two cores: each tier's cluster waits on YARN more than it
-# computes, and no lane takes longer than the plain tier.
+# Five lanes on two cores: each tier's cluster waits on YARN more than it
+# computes. ha_secure and the 3.1.1 cluster share ports (+1500): one lane.
 LANES = (
     ("plain",),
+    ("examples", "versions", "ha_secure"),
     ("unit", "multihost"),
-    ("recovery", "secure"),
-    ("ha", "ha_secure", "versions", "elastic"),
+    ("recovery",),
+    ("secure", "ha", "elastic"),
 )
 # No tier may keep CI waiting past this: it is stopped and counted failed.
 TIER_DEADLINE_S = 45 * 60
