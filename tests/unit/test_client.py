@@ -170,6 +170,48 @@ def test_logs_use_the_snapshot_and_survive_truncation() -> None:
     assert tasklogs.select(entries, "ps") == entries[:1]
 
 
+def test_a_restart_reason_naming_another_tasks_container_does_not_claim_its_logs() -> (
+    None
+):
+    old, mine, new = (f"container_1_0001_01_00000{i}" for i in (3, 2, 4))
+    text = "".join(
+        f"Container: {cid} on h_1\nLogType:worker.log\nLogContents:\n{body}\n"
+        "End of LogType:worker.log\n"
+        for cid, body in (
+            (mine, "x worker:0 attempt 0 holds h:1\nstart_step=0"),
+            (old, "start_step=0"),  # its runtime's first line lost with its node
+            (new, "x worker:1 attempt 1 holds h:3\nstart_step=100"),
+        )
+    )
+    lead = TaskStatus(
+        task="worker:0",
+        role="worker",
+        index=0,
+        state=TaskState.RUNNING,
+        yarn_container_id=mine,
+        history=[
+            f"t ALLOCATED: got {mine} on node1",
+            (
+                f"t RELAUNCHING: restarting in place in {mine}: the cluster restarts: "
+                f"worker:1 (attempt 0, {old}, on node2) sent no heartbeat for 8 s"
+            ),
+        ],
+    )
+    other = TaskStatus(
+        task="worker:1",
+        role="worker",
+        index=1,
+        state=TaskState.RUNNING,
+        attempt=1,
+        yarn_container_id=new,
+        history=[f"t ALLOCATED: got {new} on node2"],  # older lines dropped
+    )
+    entries = tasklogs.split(text, JobStatus(phase=Phase.RUNNING, tasks=[lead, other]))
+    by_container = {e.container_id: e.task for e in entries}
+    assert by_container == {mine: "worker:0", old: "worker", new: "worker:1"}
+    assert [e.container_id for e in tasklogs.select(entries, "worker:0")] == [mine]
+
+
 def test_logs_of_running_containers() -> None:
     text = (
         "Container: container_1_0001_01_000002 on localhost:8041\n"

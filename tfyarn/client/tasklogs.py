@@ -49,6 +49,8 @@ _END = "End of LogType:"
 _ROLES = "|".join(r.value for r in Role)
 # The runtime's first line names its task: "... worker:1 attempt 0 holds host:port".
 _SELF = re.compile(rf"\b({_ROLES}):(\d+) attempt (\d+) holds\b")
+ROLE_NAMES = frozenset(r.value for r in Role)
+_GRANTED = re.compile(r"\bgot (container_\w+) on\b")
 MASTER = "master"
 
 
@@ -223,19 +225,19 @@ def split(
     tasks: dict[str, tuple[str, int | None]] = {}
     for container, _, log_type, text in blocks:
         service = log_type[: -len(".log")] if log_type.endswith(".log") else None
+        m = _SELF.search(text) if service in ROLE_NAMES else None
         if service in (
             "application.master",
             "application.driver",
         ) or container.endswith("_000001"):
             tasks[container] = (MASTER, None)
+        elif m and m.group(1) == service:
+            # The runtime's own first line: what the container ran, for sure.
+            tasks[container] = (f"{m.group(1)}:{m.group(2)}", int(m.group(3)))
         elif container in known:
-            tasks[container] = (known[container], None)
-        elif service and service in {r.value for r in Role}:
-            m = _SELF.search(text)
-            if m and m.group(1) == service:
-                tasks[container] = (f"{m.group(1)}:{m.group(2)}", int(m.group(3)))
-            else:
-                tasks.setdefault(container, (service, None))
+            tasks.setdefault(container, (known[container], None))
+        elif service in ROLE_NAMES:
+            tasks.setdefault(container, (service, None))
     entries = []
     for container, host, log_type, text in blocks:
         if not text.strip() or (log_type in YARN_FILES and not yarn_files):
@@ -295,9 +297,12 @@ def _containers_of(master: MasterStatus | None) -> dict[str, str]:
     for t in master.tasks if master else []:
         if t.yarn_container_id:
             out[t.yarn_container_id] = t.task
-        # Earlier attempts appear in the history as "... container_..." lines.
+        # Earlier attempts' containers appear in the history as "ALLOCATED: got
+        # container_... on node" lines. Other ids there name other tasks (a
+        # restart's reason: "worker:1 (attempt 0, container_...) sent no
+        # heartbeat"), not this one's.
         for h in t.history:
-            for found in re.findall(r"container_\w+", h):
+            for found in _GRANTED.findall(h):
                 out.setdefault(found, t.task)
     return out
 
