@@ -224,7 +224,7 @@ class LocalCluster:
         """Environment that points Hadoop clients (and skein) at this cluster.
 
         ``yarn``/``hdfs``/``hadoop`` on PATH, HADOOP_CONF_DIR, JAVA_HOME, and the
-        JVM flags skein's Java driver needs on Java 9+.
+        JVM flags skein's Java driver needs on Java 9+ (and quick-start ones).
         """
         if not (self.bin_dir / "yarn").is_file():
             raise ClusterError(
@@ -234,7 +234,7 @@ class LocalCluster:
         java_home = _hadoop.find_java_home()
         path = os.environ.get("PATH", "")
         parts = [p for p in path.split(os.pathsep) if p and p != str(self.bin_dir)]
-        flags = list(_hadoop.java_module_flags(java_home))
+        flags = [*_render.CLI_JVM_FLAGS, *_hadoop.java_module_flags(java_home)]
         secure = self.secure() if self.settings().secure else None
         if secure:  # Java ignores KRB5_CONFIG: the driver needs the flag
             flags += secure.java_flags()
