@@ -380,8 +380,9 @@ def test_stalled_job_is_named_and_restarted_from_the_checkpoint(
         args=args,
         max_restarts=1,
         # The stall clock starts at formation: on a loaded 2-core machine the
-        # chief's first step (strategy set-up) once took over 15 s.
-        stall_timeout=30,
+        # chief's first step (strategy set-up) once took over 15 s, and a round
+        # after the restart once 30 s (five test lanes at load average 20).
+        stall_timeout=45,
         **PS_TASKS,
         **FAST,
     ) as job:

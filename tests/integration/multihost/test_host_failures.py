@@ -195,8 +195,13 @@ def test_partitioned_workers_host_is_replaced_elsewhere(
     assert any("sent no heartbeat" in e for e in job.events), job.events
     # The stale workers kept retrying behind the partition (a runtime gives
     # the master 60 s): healed, they reached it and were refused as replaced
-    # attempts, and stopped their scripts; none joined the new cluster.
-    refused = "the master refused this task" in everything
+    # attempts (a call refused, or the master's answer a Stop saying so), and
+    # stopped their scripts; none joined the new cluster.
+    refused = (
+        "the master refused this task" in everything
+        or re.search(r"stopping the script: worker:\d is replaced", everything)
+        is not None
+    )
     assert refused, everything[-4000:]
     print(
         f"partition test: {time.monotonic() - began:.0f} s in all; workers "
