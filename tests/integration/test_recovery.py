@@ -380,9 +380,10 @@ def test_stalled_job_is_named_and_restarted_from_the_checkpoint(
         args=args,
         max_restarts=1,
         # The stall clock starts at formation: on a loaded 2-core machine the
-        # chief's first step (strategy set-up) once took over 15 s, and a round
-        # after the restart once 30 s (five test lanes at load average 20).
-        stall_timeout=45,
+        # chief's first step (strategy set-up) once took over 15 s, and with
+        # five test lanes at load average 20 a round of ten steps took 30-45 s
+        # before the hang: only a longer silence is the hang.
+        stall_timeout=90,
         **PS_TASKS,
         # Only the stall may restart it (the hang is in its first generation):
         # no task lost to a late heartbeat on a loaded machine first.
