@@ -131,10 +131,13 @@ def accuracy_from(text: str) -> float:
     return float(found[-1])
 
 
-def run_cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``tfyarn ARGV`` in a subprocess, as a user would run it."""
+def run_cli(
+    *argv: str, timeout: float = 600, python: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``tfyarn ARGV`` in a subprocess, as a user would run it (with the
+    interpreter ``python`` if given, else this session's)."""
     return subprocess.run(
-        [*TFYARN, *argv],
+        [python or TFYARN[0], *TFYARN[1:], *argv],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, TFYARN, run_cli
+from helpers import REPO, run_cli
 
 from tfyarn.cluster import LocalCluster
 
@@ -53,17 +53,7 @@ APP_ID = re.compile(r"Submitted (application_\d+_\d+)")
 def _submit(*argv: str, python: str = "") -> tuple[int, str, float]:
     """``tfyarn submit ARGV``, run by ``python`` if given."""
     began = time.monotonic()
-    if python:
-        done = subprocess.run(
-            [python, *TFYARN[1:], "submit", *argv],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            cwd=REPO,
-            check=False,
-        )
-    else:
-        done = run_cli("submit", *argv, timeout=900)
+    done = run_cli("submit", *argv, timeout=900, python=python)
     return done.returncode, done.stdout + done.stderr, time.monotonic() - began
 
 
