@@ -114,9 +114,12 @@ fn read_file(path: &Path) -> HashMap<String, String> {
 pub mod tests {
     use super::*;
 
-    /// A fresh directory under the system's temp dir for one test.
+    /// A fresh directory under the system's temp dir, its own for every call: tests run on
+    /// parallel threads of one process, and one helper may serve several of them at once.
     pub fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("tfyarn-plugin-{}-{name}", std::process::id()));
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("tfyarn-plugin-{}-{name}-{call}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
