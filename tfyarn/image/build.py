@@ -2,9 +2,12 @@
 
 The environment is this client's: tfyarn (its code, master and shipped
 defaults, laid out as a wheel would), every distribution it requires,
-recursively, and any named with ``--with``. Their files are streamed as one
-tar into a container of the base image (``docker cp -``) and committed: no
-build context, no Dockerfile, no network inside the build, one layer.
+recursively, and any named with ``--with``. Their files are streamed as a
+tar into a container (``docker cp -``) and committed: no build context, no
+Dockerfile, no network inside the build. Two layers: the distributions
+(TensorFlow: gigabytes), kept as ``tfyarn-env:<key>`` and reused while the
+base and their files are the same, then tfyarn itself (a few MB), so a
+rebuild after a change of tfyarn's code copies only that.
 
 They go into a virtual environment at :data:`~tfyarn.contract.docker.IMAGE_PYTHON`
 whose interpreter is the base's own Python, which must be of the client's
@@ -13,6 +16,7 @@ version (``X.Y``): the copied wheels hold compiled code for it.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import subprocess
 import sys
@@ -31,11 +35,14 @@ from tfyarn.contract import docker as _docker
 from tfyarn.image._engine import (
     ImageError,
     docker,
+    image_exists,
     last_line,
     require_engine,
 )
 
 VENV = PurePosixPath(_docker.IMAGE_PYTHON).parents[1]  # /opt/tfyarn/venv
+# Where the distributions' layers are kept, each tagged by its content's key.
+ENV_REPOSITORY = "tfyarn-env"
 _PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 SITE = VENV / "lib" / f"python{_PY}" / "site-packages"
 # The base's interpreter of the client's version, or its python3.
@@ -51,9 +58,25 @@ class Built:
     base: str
     python: str  # the base's interpreter the venv runs
     distributions: tuple[str, ...]
-    files: int
+    files: int  # copied by this build
     size_bytes: int
     seconds: float
+    environment: str  # the distributions' layer (ENV_REPOSITORY:<key>)
+    reused_environment: bool  # it was there already: only tfyarn was copied
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One member of a layer's tar: a file (``source``), a directory, a link
+    or literal content."""
+
+    target: PurePosixPath
+    source: Path | None = None
+    size: int = 0
+    mode: int = 0o644
+    link: str = ""
+    data: bytes | None = None
+    directory: bool = False
 
 
 def default_base() -> str:
@@ -80,35 +103,67 @@ def build(
     require_engine()
     python, version = _base_python(base)
     names = closure(["tfyarn", *with_distributions])
-    created = docker(["create", "--entrypoint", "", base, "true"], timeout=120)
-    container = created.stdout.strip()
-    try:
-        files, size = _copy_environment(container, python, version, names)
-        docker(
-            [
-                "commit",
-                "--change",
-                "ENTRYPOINT []",
-                "--change",
-                f'CMD ["{_docker.IMAGE_PYTHON}"]',
-                "--change",
-                f"LABEL tfyarn.python={_docker.IMAGE_PYTHON}",
-                container,
-                tag,
-            ],
-            timeout=600,
-        )
-    finally:
-        docker(["rm", "-f", container], timeout=120, check=False)
+    dependencies = list(_dependency_files(names))
+    env = environment_tag(base, python, version, dependencies)
+    reused = image_exists(env)
+    if not reused:
+        venv = list(_venv_skeleton(python, version))
+        _commit_layer(base, env, [*venv, *dependencies], changes=())
+    own = list(_own_files())
+    _commit_layer(
+        env,
+        tag,
+        own,
+        changes=(
+            "ENTRYPOINT []",
+            f'CMD ["{_docker.IMAGE_PYTHON}"]',
+            f"LABEL tfyarn.python={_docker.IMAGE_PYTHON}",
+        ),
+    )
+    copied = own if reused else [*dependencies, *own]
     return Built(
         tag=tag,
         base=base,
         python=python,
         distributions=tuple(sorted(names)),
-        files=files,
-        size_bytes=size,
+        files=sum(1 for e in copied if e.source is not None),
+        size_bytes=sum(e.size for e in copied),
         seconds=time.monotonic() - start,
+        environment=env,
+        reused_environment=reused,
     )
+
+
+def environment_tag(
+    base: str, python: str, version: str, entries: Sequence[Entry]
+) -> str:
+    """``tfyarn-env:<key>``: the distributions' layer on ``base``, named by
+    what it holds (the base image's id, its Python, every file's path, size
+    and modification time), so a changed dependency makes a new one."""
+    inspected = docker(
+        ["image", "inspect", "--format", "{{.Id}}", base], timeout=60, check=False
+    )
+    digest = hashlib.sha256(f"{inspected.stdout.strip() or base}\n".encode())
+    digest.update(f"{python} {version}\n".encode())
+    for entry in entries:
+        stat = entry.source.stat() if entry.source else None
+        mtime = stat.st_mtime_ns if stat else 0
+        digest.update(f"{entry.target} {entry.size} {mtime}\n".encode())
+    return f"{ENV_REPOSITORY}:{digest.hexdigest()[:16]}"
+
+
+def _commit_layer(
+    image: str, tag: str, entries: Sequence[Entry], *, changes: Sequence[str]
+) -> None:
+    """``image`` plus ``entries``, committed as ``tag`` (one layer)."""
+    created = docker(["create", "--entrypoint", "", image, "true"], timeout=120)
+    container = created.stdout.strip()
+    try:
+        _copy(container, entries)
+        flags = [arg for change in changes for arg in ("--change", change)]
+        docker(["commit", *flags, container, tag], timeout=600)
+    finally:
+        docker(["rm", "-f", container], timeout=120, check=False)
 
 
 def closure(roots: Iterable[str]) -> set[str]:
@@ -182,11 +237,9 @@ def _base_python(base: str) -> tuple[str, str]:
     return python, version
 
 
-def _copy_environment(
-    container: str, python: str, version: str, names: set[str]
-) -> tuple[int, int]:
-    """Stream the venv into ``container`` as one tar; (files, bytes) copied."""
-    count = size = 0
+def _copy(container: str, entries: Sequence[Entry]) -> None:
+    """Stream ``entries`` into ``container`` as one tar, directories first."""
+    made: set[PurePosixPath] = set()
     with subprocess.Popen(
         ["docker", "cp", "-", f"{container}:/"],
         stdin=subprocess.PIPE,
@@ -196,31 +249,13 @@ def _copy_environment(
         assert proc.stdin is not None
         try:
             with tarfile.open(fileobj=proc.stdin, mode="w|") as tar:
-                for directory in _parents_of(VENV / "bin", SITE):
-                    tar.addfile(_dir_info(directory))
-                for link in ("python", "python3", f"python{_PY}"):
-                    info = tarfile.TarInfo(str(VENV / "bin" / link).lstrip("/"))
-                    info.type, info.linkname, info.mode = tarfile.SYMTYPE, python, 0o777
-                    tar.addfile(info)
-                cfg = (
-                    f"home = {PurePosixPath(python).parent}\n"
-                    "include-system-site-packages = false\n"
-                    f"version = {version}\n"
-                ).encode()
-                info = _file_info(VENV / "pyvenv.cfg", len(cfg))
-                tar.addfile(info, io.BytesIO(cfg))
-                made: set[PurePosixPath] = set()
-                for source, target in _environment_files(names):
-                    for directory in _parents_of(target.parent):
+                for entry in entries:
+                    # A file's directories below site-packages, each once.
+                    for directory in _parents_of(entry.target.parent):
                         if directory not in made and SITE in directory.parents:
                             made.add(directory)
                             tar.addfile(_dir_info(directory))
-                    stat = source.stat()
-                    info = _file_info(target, stat.st_size, stat.st_mode)
-                    with source.open("rb") as data:
-                        tar.addfile(info, data)
-                    count += 1
-                    size += stat.st_size
+                    _add(tar, entry)
         except BrokenPipeError:
             pass  # docker cp ended early: its stderr says why
         finally:
@@ -228,21 +263,52 @@ def _copy_environment(
         error = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.returncode != 0:
         raise ImageError(f"`docker cp` into the image failed: {error.strip()[-300:]}")
-    return count, size
 
 
-def _environment_files(names: set[str]) -> Iterator[tuple[Path, PurePosixPath]]:
-    """(local file, path in the image) for every file of the environment."""
+def _add(tar: tarfile.TarFile, entry: Entry) -> None:
+    if entry.directory:
+        tar.addfile(_dir_info(entry.target))
+    elif entry.link:
+        info = tarfile.TarInfo(str(entry.target).lstrip("/"))
+        info.type, info.linkname, info.mode = tarfile.SYMTYPE, entry.link, 0o777
+        tar.addfile(info)
+    elif entry.data is not None:
+        tar.addfile(_file_info(entry.target, len(entry.data)), io.BytesIO(entry.data))
+    else:
+        assert entry.source is not None
+        with entry.source.open("rb") as data:
+            tar.addfile(_file_info(entry.target, entry.size, entry.mode), data)
+
+
+def _venv_skeleton(python: str, version: str) -> Iterator[Entry]:
+    """The venv around the base's interpreter: its directories, links, pyvenv.cfg."""
+    for directory in _parents_of(VENV / "bin", SITE):
+        yield Entry(directory, directory=True)
+    for link in ("python", "python3", f"python{_PY}"):
+        yield Entry(VENV / "bin" / link, link=python)
+    cfg = (
+        f"home = {PurePosixPath(python).parent}\n"
+        "include-system-site-packages = false\n"
+        f"version = {version}\n"
+    ).encode()
+    yield Entry(VENV / "pyvenv.cfg", data=cfg, size=len(cfg))
+
+
+def _file(source: Path, target: PurePosixPath) -> Entry:
+    stat = source.stat()
+    return Entry(target, source=source, size=stat.st_size, mode=stat.st_mode)
+
+
+def _dependency_files(names: set[str]) -> Iterator[Entry]:
+    """Every file of the distributions in ``names`` but tfyarn, in the venv."""
     seen: set[PurePosixPath] = set()
     own = canonicalize_name("tfyarn")
     for name in sorted(names):
+        if canonicalize_name(name) == own:
+            continue
         dist = metadata.distribution(name)
         root = Path(str(dist.locate_file(""))).resolve()
         for rel in dist.files or ():
-            if canonicalize_name(name) == own and not str(rel).endswith(
-                ".dist-info/METADATA"
-            ):
-                continue  # tfyarn comes from its source below (editable installs)
             source = Path(str(dist.locate_file(rel))).resolve()
             try:
                 inside = source.relative_to(root)
@@ -251,7 +317,17 @@ def _environment_files(names: set[str]) -> Iterator[tuple[Path, PurePosixPath]]:
             target = SITE / PurePosixPath(*inside.parts)
             if source.is_file() and target not in seen:
                 seen.add(target)
-                yield source, target
+                yield _file(source, target)
+
+
+def _own_files() -> Iterator[Entry]:
+    """tfyarn from its source (editable installs too), with its metadata."""
+    dist = metadata.distribution("tfyarn")
+    root = Path(str(dist.locate_file(""))).resolve()
+    for rel in dist.files or ():
+        if str(rel).endswith(".dist-info/METADATA"):
+            source = Path(str(dist.locate_file(rel))).resolve()
+            yield _file(source, SITE / PurePosixPath(*source.relative_to(root).parts))
     package = Path(__file__).resolve().parents[1]
     for top, into in (
         (package, SITE / "tfyarn"),
@@ -261,7 +337,7 @@ def _environment_files(names: set[str]) -> Iterator[tuple[Path, PurePosixPath]]:
         for path in sorted(top.rglob("*")):
             parts = path.relative_to(top).parts
             if path.is_file() and "__pycache__" not in parts and parts[0] != "_shipped":
-                yield path, into / PurePosixPath(*parts)
+                yield _file(path, into / PurePosixPath(*parts))
 
 
 def _parents_of(*paths: PurePosixPath) -> list[PurePosixPath]:

@@ -64,11 +64,17 @@ def _build_cmd(ns: argparse.Namespace) -> int:
     except ImageError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
+    layer = (
+        f"their layer {built.environment} was there already, tfyarn copied"
+        if built.reused_environment
+        else f"their layer kept as {built.environment} for the next build"
+    )
     print(
         f"Built {built.tag} from {built.base}: {len(built.distributions)} "
-        f"distributions, {built.files} files, {built.size_bytes / 2**20:.0f} MiB "
-        f"in {built.seconds:.0f} s; tasks run {_build.VENV}/bin/python "
-        f"({built.python}).\nNext: tfyarn image check {built.tag}"
+        f"distributions ({layer}), {built.files} files, "
+        f"{built.size_bytes / 2**20:.0f} MiB in {built.seconds:.0f} s; tasks run "
+        f"{_build.VENV}/bin/python ({built.python}).\n"
+        f"Next: tfyarn image check {built.tag}"
     )
     return 0
 

@@ -124,19 +124,25 @@ def job_image(base_image: str) -> str:
     """``tfyarn image build`` of this client's environment on the base."""
     tag = f"tfyarn-test/job:{_job_recipe(base_image)}"
     if not image_exists(tag):
-        image_build.build(tag, base=base_image)
-        _remove_other_job_images(tag)
+        built = image_build.build(tag, base=base_image)
+        _remove_other_job_images(tag, built.environment)
     return tag
 
 
-def _remove_other_job_images(keep: str) -> None:
-    """Each change of the sources makes a new 2 GB job image: keep only the
-    newest (one a running container still uses stays; docker refuses)."""
-    listed = subprocess.run(
-        ["docker", "image", "ls", "tfyarn-test/job", "--format", "{{.Repository}}:{{.Tag}}"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    stale = [name for name in listed.stdout.split() if name != keep]
+def _remove_other_job_images(keep: str, environment: str) -> None:
+    """Each change of the sources makes a new job image (a small layer on the
+    kept environment's) and of the distributions a new 2 GB environment: keep
+    only the newest of each (one a running container still uses stays)."""
+    stale = []
+    for repository, newest in (
+        ("tfyarn-test/job", keep),
+        (image_build.ENV_REPOSITORY, environment),
+    ):
+        listed = subprocess.run(
+            ["docker", "image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        stale += [name for name in listed.stdout.split() if name != newest]
     if stale:
         subprocess.run(
             ["docker", "rmi", *stale], capture_output=True, timeout=300, check=False

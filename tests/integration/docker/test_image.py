@@ -8,10 +8,13 @@ and must reach the session's HDFS through hdfs-native.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tfyarn.cli import main
 from tfyarn.contract import docker
+from tfyarn.image import build as image_build
 from tfyarn.image import check as image_check
 from tfyarn.image._engine import ImageError
 from tfyarn.image._engine import docker as run_docker
@@ -40,6 +43,30 @@ def test_a_built_image_passes_every_check_as_yarn_would_run_it(
     )
     assert inspect.stdout.strip() in ("null", "[]")
     assert docker.image_problem(job_image) is None
+
+
+def _layers(image: str) -> list[str]:
+    inspect = run_docker(
+        ["image", "inspect", "--format", "{{json .RootFS.Layers}}", image], timeout=60
+    )
+    return list(json.loads(inspect.stdout))
+
+
+def test_a_rebuild_copies_tfyarn_onto_the_kept_environment_layer(
+    base_image: str, job_image: str
+) -> None:
+    tag = "tfyarn-test/rebuild:1"
+    try:
+        built = image_build.build(tag, base=base_image)
+        # The distributions' layer is the job image's; only tfyarn was copied.
+        assert built.reused_environment, built
+        assert built.size_bytes < 64 * 2**20, built
+        assert (
+            _layers(tag)[:-1] == _layers(job_image)[:-1] == _layers(built.environment)
+        )
+        assert main(["image", "check", tag]) == 0
+    finally:
+        run_docker(["rmi", tag], timeout=300, check=False)
 
 
 def test_an_image_without_the_environment_fails_in_one_line(
