@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from tfyarn.data.writers import write_tfrecord_shards
 pytestmark = [pytest.mark.hdfs, pytest.mark.slow]
 
 JOB = Path(__file__).with_name("_ps_staging_job.py")
+SERVE_WITHIN_S = 180  # importing TensorFlow and staging, on a loaded host
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +38,19 @@ def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _wait_serving(address: str, proc: subprocess.Popen[bytes]) -> None:
+    host, port = address.rsplit(":", 1)
+    deadline = time.monotonic() + SERVE_WITHIN_S
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=2).close()
+            return
+        except OSError:
+            assert proc.poll() is None, f"the server for {address} exited"
+            assert time.monotonic() < deadline, f"{address} not serving in time"
+            time.sleep(0.5)
 
 
 @ROUTES
@@ -73,6 +88,12 @@ def test_ps_workers_read_disjoint_staged_shards(
                     stderr=subprocess.DEVNULL,
                 )
             )
+        # The chief starts once every server serves: this tests the staging,
+        # not how the coordinator copes with a worker still copying its shard.
+        for address, proc in zip(
+            cluster["ps"] + cluster["worker"], servers, strict=True
+        ):
+            _wait_serving(address, proc)
         env = dict(
             os.environ,
             TF_CONFIG=json.dumps(
