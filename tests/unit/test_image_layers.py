@@ -28,6 +28,7 @@ def test_tfyarn_is_only_in_its_own_layer() -> None:
 
 
 def _entries(tmp_path: Path, sizes: dict[str, int]) -> list[build.Entry]:
+    tmp_path.mkdir(exist_ok=True)
     out = []
     for name, size in sizes.items():
         path = tmp_path / name
@@ -51,6 +52,8 @@ def test_the_environment_key_follows_the_base_and_every_file(
     assert tag == build.environment_tag("base:1", "/usr/bin/python3", "3.11.2", entries)
     assert tag != build.environment_tag("base:2", "/usr/bin/python3", "3.11.2", entries)
     assert tag != build.environment_tag("base:1", "/usr/bin/python3", "3.11.9", entries)
+    same = _entries(tmp_path / "again", {"a.py": 3, "b.so": 5})  # another venv
+    assert tag == build.environment_tag("base:1", "/usr/bin/python3", "3.11.2", same)
     changed = _entries(tmp_path, {"a.py": 3, "b.so": 6})
     assert tag != build.environment_tag("base:1", "/usr/bin/python3", "3.11.2", changed)
     moved = [
@@ -60,3 +63,21 @@ def test_the_environment_key_follows_the_base_and_every_file(
         tag,
         build.environment_tag("base:1", "/usr/bin/python3", "3.11.2", changed),
     )
+
+
+def test_the_environment_key_follows_the_hashes_pip_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        build,
+        "docker",
+        lambda args, **_: subprocess.CompletedProcess(args, 0, "sha256:aaa\n", ""),
+    )
+    keys = set()
+    for digest in ("sha256=one", "sha256=two"):  # same size, other content
+        record = tmp_path / digest / "RECORD"
+        record.parent.mkdir()
+        record.write_text(f"x/a.py,{digest},3\n")
+        entry = build._file(record, build.SITE / "x-1.dist-info" / "RECORD")
+        keys.add(build.environment_tag("b", "/usr/bin/python3", "3.11.2", [entry]))
+    assert len(keys) == 2

@@ -138,18 +138,34 @@ def environment_tag(
     base: str, python: str, version: str, entries: Sequence[Entry]
 ) -> str:
     """``tfyarn-env:<key>``: the distributions' layer on ``base``, named by
-    what it holds (the base image's id, its Python, every file's path, size
-    and modification time), so a changed dependency makes a new one."""
+    what it holds: the base image's id, its Python, every file's path and
+    size, and each distribution's ``RECORD`` (the hash of every file pip
+    installed). Not times, nor the byte code compiled at install (it holds
+    the venv's path): a fresh venv of the same wheels has the same key, and a
+    changed dependency makes a new one."""
     inspected = docker(
         ["image", "inspect", "--format", "{{.Id}}", base], timeout=60, check=False
     )
     digest = hashlib.sha256(f"{inspected.stdout.strip() or base}\n".encode())
     digest.update(f"{python} {version}\n".encode())
     for entry in entries:
-        stat = entry.source.stat() if entry.source else None
-        mtime = stat.st_mtime_ns if stat else 0
-        digest.update(f"{entry.target} {entry.size} {mtime}\n".encode())
+        if "__pycache__" in entry.target.parts:
+            continue
+        digest.update(f"{entry.target} {entry.size}\n".encode())
+        if entry.source and entry.target.name == "RECORD":
+            digest.update(_recorded_hashes(entry.source))
     return f"{ENV_REPOSITORY}:{digest.hexdigest()[:16]}"
+
+
+def _recorded_hashes(record: Path) -> bytes:
+    """A RECORD's lines for files of the distribution itself (not the
+    scripts and byte code made at install, which hold the venv's path)."""
+    lines = record.read_text(errors="replace").splitlines()
+    return "\n".join(
+        line
+        for line in lines
+        if not line.startswith("..") and "__pycache__" not in line
+    ).encode()
 
 
 def _commit_layer(
