@@ -124,6 +124,10 @@ class Resizer:
                     self.add_standby(
                         index, f"standing by to grow to {num_worker} worker(s)"
                     )
+            # Ask YARN now, not at the next scan: skein's AM sends a request
+            # only with its next allocate call, up to 5 s away on a job with
+            # nothing pending (its idle heartbeat).
+            state.poke()
             return before, (
                 f"asking YARN for {num_worker - before} more worker container(s); "
                 "the job trains on until they stand by, then a stop notice and "

@@ -45,8 +45,10 @@ def test_scaling_up_starts_the_new_worker_first_then_saves_and_forms_a_bigger_ge
         ports = form(state, launcher)
         streams = [state.watch("worker", i, 0, known=0) for i in (0, 1)]
         heed_all(state)
+        state.wakeup.clear()
         before, message = state.resizer.request(3, "tfyarn scale")
         assert before == 2 and "3 worker(s)" in message and "stand by" in message
+        assert state.wakeup.is_set()  # the container is asked for at once
         # No notice yet: the new worker's container comes first, the job trains on.
         assert state.phase is Phase.RUNNING and not state.notices.active
         await tick(state, clock)
