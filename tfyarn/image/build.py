@@ -254,7 +254,8 @@ def _base_python(base: str) -> tuple[str, str]:
 
 
 def _copy(container: str, entries: Sequence[Entry]) -> None:
-    """Stream ``entries`` into ``container`` as one tar, directories first."""
+    """Stream ``entries`` into ``container`` as one tar, each file after the
+    directories below site-packages that hold it."""
     made: set[PurePosixPath] = set()
     with subprocess.Popen(
         ["docker", "cp", "-", f"{container}:/"],
