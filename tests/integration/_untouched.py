@@ -39,15 +39,26 @@ def scripts(job: Job, tasks: Sequence[str]) -> dict[str, int]:
     return {task: task_process(job.app_id, task).pid for task in tasks}
 
 
+def _why_restarted(snap: dict[str, Any]) -> str:
+    """The reasons first (CI keeps only the head of a failure), then the rest."""
+    failures = {t["task"]: t.get("failures") for t in snap.get("tasks", [])}
+    return (
+        f"restart reasons: {snap.get('restart_reasons')}; "
+        f"disruptions: {snap.get('disruption_reasons')}; "
+        f"earlier attempts: { {k: v for k, v in failures.items() if v} }; "
+        f"whole status: {snap}"
+    )
+
+
 def assert_nothing_restarted(
     job: Job, pids: dict[str, int], *, running: bool = True
 ) -> None:
     """No task restarted, one application attempt and (``running``) the same
     script processes as ``pids``."""
     snap = snapshot(job)
-    assert snap.get("restarts") == 0, snap
+    assert snap.get("restarts") == 0, _why_restarted(snap)
     attempts = {t["task"]: t["attempt"] for t in snap["tasks"]}
-    assert set(attempts.values()) == {0}, snap
+    assert set(attempts.values()) == {0}, _why_restarted(snap)
     if running:
         assert scripts(job, list(pids)) == pids
     assert len(app_attempts(job.app_id)) == 1

@@ -24,7 +24,8 @@ wrong address fails fast instead of hanging.
 The package, one concept a module: :mod:`.base` (the interface and the
 operations composed from it), :mod:`.local`, :mod:`.hdfs`, :mod:`.errors` (the
 error classes and the mapping of client errors to them), :mod:`.failover` (how
-long the client tries a target's NameNodes), :mod:`.deadline` (the bounded
+long the client tries a target's NameNodes), :mod:`.lost_calls` (calls a
+failover lost mid-call, made good), :mod:`.deadline` (the bounded
 runner behind every metadata call's deadline) and :mod:`.locate`
 (``resolve`` and URL helpers). Everything is importable from here.
 """

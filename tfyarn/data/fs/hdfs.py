@@ -14,6 +14,7 @@ from tfyarn.contract import hadoop_conf
 from tfyarn.contract.ticket import has_ticket
 from tfyarn.data.fs import deadline as _deadline
 from tfyarn.data.fs import failover
+from tfyarn.data.fs import lost_calls as _lost
 from tfyarn.data.fs.base import READ_CHUNK, FileInfo, FileSystem
 from tfyarn.data.fs.errors import (
     HdfsAuthError,
@@ -217,31 +218,71 @@ class HdfsFileSystem(FileSystem):
         # and pages; each read is one request to a DataNode.
         return io.BufferedReader(_HdfsReader(reader, url, self._mapped), 1 << 20)
 
+    @property
+    def _ha(self) -> bool:
+        """Whether the client fails over between NameNodes (calls lost in a
+        failover are made good: :mod:`.lost_calls`)."""
+        return bool(self.services)
+
     def open_output(self, url: str) -> IO[bytes]:
         import hdfs_native
 
         path = self._path(url)
         options = hdfs_native.WriteOptions()
         options.overwrite = True
-        writer = self._call("create", url, lambda c: c.create(path, options))
+
+        def create(c: Any) -> _lost.KeptBytes:
+            return _lost.KeptBytes(
+                self._ha,
+                lambda: c.create(path, options),
+                lambda: c.delete(path, False),
+            )
+
+        writer = self._call("create", url, create)
         # Buffer: pyarrow and pickle-style writers make many small writes, and
         # each crossing into the client has a fixed cost.
         return io.BufferedWriter(_HdfsWriter(writer, url, self._mapped), 4 << 20)
 
     def mkdirs(self, url: str) -> None:
         path = self._path(url)
-        self._call("mkdir", url, lambda c: c.mkdirs(path, 0o755, True))
+        self._call(
+            "mkdir",
+            url,
+            lambda c: _lost.made_good(
+                self._ha,
+                lambda: c.mkdirs(path, 0o755, True),
+                lambda _: _lost.SEND_AGAIN,
+            ),
+        )
 
     def rename(self, src: str, dst: str, *, overwrite: bool = False) -> None:
         s, d = self._path(src), self._path(dst)
-        self._call("rename", src, lambda c: c.rename(s, d, overwrite))
+
+        def took_effect(c: Any, lost: OSError) -> _lost.SendAgain | None:
+            if _lost.exists(c, s):
+                return _lost.SEND_AGAIN
+            if _lost.exists(c, d):
+                return None
+            raise lost
+
+        self._call(
+            "rename",
+            src,
+            lambda c: _lost.made_good(
+                self._ha, lambda: c.rename(s, d, overwrite), lambda e: took_effect(c, e)
+            ),
+        )
 
     def delete(self, url: str, *, recursive: bool = False) -> None:
         path = self._path(url)
 
         def do(c: Any) -> None:
             try:
-                c.delete(path, recursive)
+                _lost.made_good(
+                    self._ha,
+                    lambda: c.delete(path, recursive),
+                    lambda _: _lost.SEND_AGAIN if _lost.exists(c, path) else None,
+                )
             except FileNotFoundError:
                 pass
 

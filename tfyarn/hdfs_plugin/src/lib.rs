@@ -6,6 +6,7 @@ mod client;
 mod errors;
 mod failover;
 mod ffi;
+mod lost_call;
 mod ops;
 mod reader;
 mod recycle;

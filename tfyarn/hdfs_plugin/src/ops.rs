@@ -7,9 +7,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use hdfs_native::client::FileStatus;
 
-use crate::client::{block_on, client_for};
+use crate::client::{block_on, client_for, on_name_service};
 use crate::errors::{TfError, TfResult};
 use crate::ffi::*;
+use crate::lost_call::made_good;
 use crate::reader::Reader;
 use crate::uri::{translate, Uri};
 use crate::writer::Writer;
@@ -39,6 +40,32 @@ unsafe fn uri_arg(p: *const c_char) -> TfResult<Uri> {
 fn stat_of(uri: &Uri) -> TfResult<FileStatus> {
     let client = client_for(uri)?;
     block_on("stat", uri, client.get_file_info(&uri.path))
+}
+
+/// Whether `uri` is there now (a NotFound is `false`, other errors are errors).
+fn exists(uri: &Uri) -> TfResult<bool> {
+    match stat_of(uri) {
+        Ok(_) => Ok(true),
+        Err(e) if e.code == Code::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// mkdirs, sent again after a failover lost it (a directory that exists is a success).
+fn mkdirs(uri: &Uri, parents: bool) -> TfResult<()> {
+    let client = client_for(uri)?;
+    made_good(on_name_service(uri), || block_on("mkdir", uri, client.mkdirs(&uri.path, 0o755, parents)), |_| Ok(None))
+}
+
+/// delete (of a path just seen); a failover that lost the call is made good
+/// by looking: gone means deleted. `false`: nothing was there to delete.
+fn delete(op: &str, uri: &Uri, recursive: bool) -> TfResult<bool> {
+    let client = client_for(uri)?;
+    made_good(
+        on_name_service(uri),
+        || block_on(op, uri, client.delete(&uri.path, recursive)),
+        |_| Ok(if exists(uri)? { None } else { Some(true) }),
+    )
 }
 
 fn not_found(op: &str, uri: &Uri) -> TfError {
@@ -124,16 +151,13 @@ unsafe extern "C" fn create_dir(_fs: *const TF_Filesystem, path: *const c_char, 
             Err(e) if e.code != Code::NotFound => return Err(e),
             Err(_) => {}
         }
-        let client = client_for(&uri)?;
-        block_on("mkdir", &uri, client.mkdirs(&uri.path, 0o755, false))
+        mkdirs(&uri, false)
     });
 }
 
 unsafe extern "C" fn recursively_create_dir(_fs: *const TF_Filesystem, path: *const c_char, status: *mut TF_Status) {
     run(status, || {
-        let uri = uri_arg(path)?;
-        let client = client_for(&uri)?;
-        block_on("mkdirs", &uri, client.mkdirs(&uri.path, 0o755, true))
+        mkdirs(&uri_arg(path)?, true)
     });
 }
 
@@ -143,8 +167,7 @@ unsafe extern "C" fn delete_file(_fs: *const TF_Filesystem, path: *const c_char,
         if stat_of(&uri)?.isdir {
             return Err(TfError::new(Code::FailedPrecondition, format!("cannot delete {uri} as a file: it is a directory")));
         }
-        let client = client_for(&uri)?;
-        if block_on("delete", &uri, client.delete(&uri.path, false))? {
+        if delete("delete", &uri, false)? {
             Ok(())
         } else {
             Err(not_found("delete", &uri))
@@ -158,8 +181,7 @@ unsafe extern "C" fn delete_dir(_fs: *const TF_Filesystem, path: *const c_char, 
         if !stat_of(&uri)?.isdir {
             return Err(TfError::new(Code::FailedPrecondition, format!("cannot delete {uri} as a directory: it is a file")));
         }
-        let client = client_for(&uri)?;
-        if block_on("rmdir", &uri, client.delete(&uri.path, false))? {
+        if delete("rmdir", &uri, false)? {
             Ok(())
         } else {
             Err(not_found("rmdir", &uri))
@@ -182,8 +204,7 @@ unsafe extern "C" fn delete_recursively(
             // As on local disk: a recursive delete is for directories.
             return Err(TfError::new(Code::FailedPrecondition, format!("cannot delete {uri} recursively: not a directory")));
         }
-        let client = client_for(&uri)?;
-        if block_on("delete", &uri, client.delete(&uri.path, true))? {
+        if delete("delete", &uri, true)? {
             Ok(())
         } else {
             Err(not_found("delete", &uri))
@@ -205,7 +226,17 @@ unsafe extern "C" fn rename_file(_fs: *const TF_Filesystem, src: *const c_char, 
         }
         let client = client_for(&s)?;
         // Replaces an existing dst atomically (HDFS rename2 with OVERWRITE).
-        block_on("rename", &s, client.rename(&s.path, &d.path, true))
+        // After a failover lost it: the source gone and the destination there
+        // means the lost call renamed it; the source there, send it again.
+        made_good(
+            on_name_service(&s),
+            || block_on("rename", &s, client.rename(&s.path, &d.path, true)),
+            |lost| match (exists(&s)?, exists(&d)?) {
+                (true, _) => Ok(None),
+                (false, true) => Ok(Some(())),
+                (false, false) => Err(lost),
+            },
+        )
     });
 }
 

@@ -11,21 +11,16 @@
 //! index are written to temporary names and renamed when closed, so a writer
 //! killed mid-write leaves only a temporary file, never a complete-looking one.
 //!
-//! A NameNode failover in the middle of a call: hdfs-native fails a call that
-//! changes the namespace (create, addBlock, complete) when the active
-//! NameNode dies after the request left, rather than send it again, since it
-//! may already have been applied (Hadoop's Java client sends it again: the
-//! NameNode's retry cache makes that safe). On an HA name service a new file's
-//! writer therefore keeps the bytes it was given (up to [`KEEP`]) and, when
-//! such a call fails with an I/O error, writes the file anew through the
-//! NameNode that took over: delete what the lost call left (a file under
-//! construction by this very client would refuse a new create), create,
-//! write the bytes again. TensorFlow's small files (checkpoint index and
-//! state, the `checkpoint` file, summaries' first bytes) survive a failover
-//! this way; a file beyond KEEP fails as before.
+//! A NameNode failover in the middle of a call (see `lost_call.rs`): on an HA
+//! name service a new file's writer keeps the bytes it was given (up to
+//! [`KEEP`]) and, when create, addBlock or complete is lost mid-call, writes
+//! the file anew through the NameNode that took over: delete what the lost
+//! call left (a file under construction by this very client would refuse a
+//! new create), create, write the bytes again. TensorFlow's small files
+//! (checkpoint index and state, the `checkpoint` file, summaries' first
+//! bytes) survive a failover this way; a file beyond KEEP fails as before.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
 use hdfs_native::file::FileWriter;
@@ -34,6 +29,7 @@ use hdfs_native::{Client, WriteOptions};
 use crate::client::{block_on, on_name_service};
 use crate::errors::{TfError, TfResult};
 use crate::ffi::Code;
+use crate::lost_call::{lost_mid_call, settle, AGAIN};
 use crate::uri::Uri;
 
 /// Appends are gathered up to this size before they go to the client: TF
@@ -41,8 +37,6 @@ use crate::uri::Uri;
 const BUFFER: usize = 4 << 20;
 /// The most a new file's writer keeps to write it again after a failover.
 pub const KEEP: usize = 64 << 20;
-/// Times a file is written anew before the error is the caller's.
-const REWRITES: u32 = 2;
 
 pub struct Writer {
     uri: Uri,
@@ -59,19 +53,13 @@ struct State {
     rewrites: u32,
 }
 
-/// Whether a failed call is one a failover explains: an I/O error (the
-/// connection lost mid-call), not a refusal by the NameNode.
-fn lost_mid_call(e: &TfError) -> bool {
-    e.code == Code::Unavailable && e.message.contains("I/O error")
-}
-
 impl Writer {
     /// A new (or truncated) file.
     pub fn create(client: &Arc<Client>, uri: &Uri) -> TfResult<Writer> {
         let keep = on_name_service(uri);
         let inner = match open_new(client, uri) {
             Err(e) if keep && lost_mid_call(&e) => {
-                std::thread::sleep(Duration::from_secs(1));
+                settle();
                 let _ = block_on("delete", uri, client.delete(&uri.path, false));
                 open_new(client, uri)?
             }
@@ -146,14 +134,12 @@ impl Writer {
     /// After `e`, write the file anew from the kept bytes (see the module's
     /// docs); `e` itself when that is not possible.
     fn rewrite(&self, st: &mut State, e: TfError) -> TfResult<()> {
-        if !lost_mid_call(&e) || st.rewrites >= REWRITES {
+        if !lost_mid_call(&e) || st.rewrites >= AGAIN {
             return Err(e);
         }
         let Some(kept) = st.kept.clone() else { return Err(e) };
         st.rewrites += 1;
-        // The name service's other NameNode needs a moment to take over; the
-        // client's own failover waits ride out the rest.
-        std::thread::sleep(Duration::from_secs(1));
+        settle();
         st.inner = None;
         let _ = block_on("delete", &self.uri, self.client.delete(&self.uri.path, false));
         let mut w = open_new(&self.client, &self.uri)?;
@@ -208,24 +194,5 @@ impl Drop for Writer {
     /// POSIX filesystem does, rather than leave it under construction.
     fn drop(&mut self) {
         let _ = self.close();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn err(code: Code, message: &str) -> TfError {
-        TfError::new(code, message.to_string())
-    }
-
-    #[test]
-    fn only_a_connection_lost_mid_call_is_written_anew() {
-        let lost = "HDFS close of hdfs://ns/f failed: no NameNode of the name service ns (nn1 at a:1, nn2 at b:1) served it: none could be reached (I/O error: RPC listener disconnected).";
-        assert!(lost_mid_call(&err(Code::Unavailable, lost)));
-        // The NameNode refused: writing again would be refused again.
-        assert!(!lost_mid_call(&err(Code::PermissionDenied, "HDFS create of hdfs://ns/f failed: AccessControlException: denied")));
-        assert!(!lost_mid_call(&err(Code::Unavailable, "HDFS write of hdfs://ns/f failed: data transfer: pipeline")));
-        assert!(!lost_mid_call(&err(Code::DeadlineExceeded, "did not answer within 60 s (I/O error)")));
     }
 }

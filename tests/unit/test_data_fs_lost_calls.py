@@ -1,0 +1,159 @@
+"""Calls lost in a NameNode failover, made good (tfyarn.data.fs.lost_calls),
+against a fake hdfs-native client; the real thing is
+tests/integration/ha/test_lost_calls.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tfyarn.data.fs import lost_calls
+from tfyarn.data.fs.lost_calls import AGAIN, SEND_AGAIN, KeptBytes, made_good
+
+LOST = OSError("RPC listener disconnected")
+
+
+def no_sleep(_: float) -> None:
+    pass
+
+
+class Calls:
+    """A call that fails with the given errors first, then returns ``value``."""
+
+    def __init__(self, *errors: BaseException, value: Any = "done") -> None:
+        self.errors = list(errors)
+        self.value = value
+        self.count = 0
+
+    def __call__(self) -> Any:
+        self.count += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return self.value
+
+
+def test_a_lost_call_that_was_applied_is_not_sent_again() -> None:
+    call = Calls(LOST)
+    assert made_good(True, call, lambda _: "applied", sleep=no_sleep) == "applied"
+    assert call.count == 1
+
+
+def test_a_lost_call_that_was_not_applied_is_sent_again() -> None:
+    call = Calls(LOST)
+    assert made_good(True, call, lambda _: SEND_AGAIN, sleep=no_sleep) == "done"
+    assert call.count == 2
+
+
+def test_a_call_lost_every_time_fails_after_the_last_try() -> None:
+    call = Calls(*[LOST] * 5)
+    with pytest.raises(OSError, match="listener"):
+        made_good(True, call, lambda _: SEND_AGAIN, sleep=no_sleep)
+    assert call.count == 1 + AGAIN
+
+
+@pytest.mark.parametrize(
+    ("ha", "error"),
+    [
+        (False, LOST),  # one NameNode: no failover explains it
+        (True, FileNotFoundError("/x")),  # the NameNode answered
+        (True, OSError("Connection refused (os error 111)")),  # the service is down
+        (True, RuntimeError("RPCError(SafeModeException)")),
+    ],
+)
+def test_other_errors_stand_without_a_look(ha: bool, error: BaseException) -> None:
+    call = Calls(error)
+    looked = []
+    with pytest.raises(type(error)):
+        made_good(ha, call, lambda e: looked.append(e) or "applied", sleep=no_sleep)
+    assert (call.count, looked) == (1, [])
+
+
+def test_a_loss_nothing_explains_raises_its_own_error() -> None:
+    def took_effect(lost: OSError) -> str:
+        raise lost
+
+    with pytest.raises(OSError, match="listener"):
+        made_good(True, Calls(LOST), took_effect, sleep=no_sleep)
+
+
+class FakeWriter:
+    def __init__(
+        self, store: dict[str, bytes], fail: list[tuple[str, OSError]]
+    ) -> None:
+        self.store = store
+        self.fail = fail
+        self.data = bytearray()
+
+    def _maybe_fail(self, op: str) -> None:
+        if self.fail and self.fail[0][0] == op:
+            raise self.fail.pop(0)[1]
+
+    def write(self, data: bytes) -> int:
+        self._maybe_fail("write")
+        self.data += data
+        return len(data)
+
+    def close(self) -> None:
+        self._maybe_fail("close")
+        self.store["f"] = bytes(self.data)
+
+
+class FakeClient:
+    """One file ``f``; failures to raise, in order, at create/write/close."""
+
+    def __init__(self, *fail: tuple[str, OSError]) -> None:
+        self.store: dict[str, bytes] = {}
+        self.fail = list(fail)
+        self.creates = self.deletes = 0
+
+    def create(self) -> FakeWriter:
+        self.creates += 1
+        if self.fail and self.fail[0][0] == "create":
+            raise self.fail.pop(0)[1]
+        return FakeWriter(self.store, self.fail)
+
+    def delete(self) -> None:
+        self.deletes += 1
+        self.store.pop("f", None)
+
+
+@pytest.mark.parametrize("where", ["create", "write", "close"])
+def test_a_new_file_lost_mid_write_is_written_anew_whole(where: str) -> None:
+    client = FakeClient((where, LOST))
+    out = KeptBytes(True, client.create, client.delete, sleep=no_sleep)
+    out.write(b"abc")
+    out.write(b"def")
+    out.close()
+    assert client.store["f"] == b"abcdef"
+    assert (client.creates, client.deletes) == (2, 1)
+
+
+def test_without_a_name_service_a_lost_write_is_the_callers() -> None:
+    client = FakeClient(("close", LOST))
+    out = KeptBytes(False, client.create, client.delete, sleep=no_sleep)
+    out.write(b"abc")
+    with pytest.raises(OSError, match="listener"):
+        out.close()
+    assert client.creates == 1
+
+
+def test_a_file_beyond_what_is_kept_is_not_written_anew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lost_calls, "KEEP", 4)
+    client = FakeClient(("close", LOST))
+    out = KeptBytes(True, client.create, client.delete, sleep=no_sleep)
+    out.write(b"abc")
+    out.write(b"de")
+    with pytest.raises(OSError, match="listener"):
+        out.close()
+
+
+def test_a_file_lost_again_and_again_fails_after_the_last_rewrite() -> None:
+    client = FakeClient(*[("close", LOST)] * (AGAIN + 1))
+    out = KeptBytes(True, client.create, client.delete, sleep=no_sleep)
+    out.write(b"abc")
+    with pytest.raises(OSError, match="listener"):
+        out.close()
+    assert client.creates == 1 + AGAIN
