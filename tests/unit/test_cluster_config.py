@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tfyarn.cli import main
 from tfyarn.cluster import ClusterSettings, LocalCluster, default_base_dir
 from tfyarn.cluster._render import (
     TEMPLATES,
@@ -322,3 +323,33 @@ def test_shell_exports_put_the_wrappers_on_path_once(
 def test_env_vars_before_any_start_say_to_start(tmp_path: Path) -> None:
     with pytest.raises(ClusterError, match="tfyarn cluster start"):
         LocalCluster(tmp_path).env_vars()
+
+
+@pytest.mark.parametrize(
+    ("down", "said"),
+    [
+        ({"namenode", "namenode2", "resourcemanager"}, "is not running; start it"),
+        ({"namenode2"}, "runs without its namenode2; `tfyarn cluster start` starts"),
+        (set(), None),
+    ],
+)
+def test_env_warns_of_a_stopped_or_partly_running_cluster(
+    tmp_path: Path,
+    bin_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    down: set[str],
+    said: str | None,
+) -> None:
+    pids = {
+        k: (None if k in down else 1)
+        for k in ("namenode", "namenode2", "resourcemanager")
+    }
+    monkeypatch.setattr(LocalCluster, "pids", lambda self: pids)
+    assert main(["cluster", "env", "--base-dir", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert "export HADOOP_CONF_DIR=" in out
+    if said is None:
+        assert "Warning" not in err
+    else:
+        assert said in err, err

@@ -265,3 +265,13 @@ def test_outcomes_say_what_happened() -> None:
     assert restart.summary("restart").endswith(
         "it is back and HDFS is served by an active NameNode (2.2 s)."
     )
+
+
+def test_failover_before_any_start_says_to_start_an_ha_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["cluster", "failover", "namenode", "--base-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert "no local cluster has been set up" in err and "--ha" in err, err
+    assert "has one NameNode" not in err

@@ -430,10 +430,16 @@ def _failover(args: argparse.Namespace) -> int:
 def _env(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.base_dir)
     exports = cluster.shell_exports()
-    if not cluster.is_running():
+    down = cluster.down()
+    if down and len(down) == len(cluster.pids()):
         _log(
             f"Warning: the local cluster in {cluster.base_dir} is not running; "
             "start it with `tfyarn cluster start`."
+        )
+    elif down:
+        _log(
+            f"Warning: the local cluster in {cluster.base_dir} runs without its "
+            f"{', '.join(down)}; `tfyarn cluster start` starts what is down."
         )
     sys.stdout.write(exports)
     return 0

@@ -132,8 +132,12 @@ class LocalCluster:
         return lay.master_address if lay and self.settings().multihost else "127.0.0.1"
 
     def is_running(self) -> bool:
-        """Whether all four daemons run (not whether they are ready)."""
+        """Whether all its daemons run (not whether they are ready)."""
         return all(pid is not None for pid in self.pids().values())
+
+    def down(self) -> list[str]:
+        """The daemons not running (all of them for a stopped cluster)."""
+        return [key for key, pid in self.pids().items() if pid is None]
 
     def status(self) -> ClusterStatus:
         """Processes, ports, node resources and HDFS state.
@@ -696,7 +700,12 @@ class LocalCluster:
             not complete within ``timeout`` seconds.
         """
         began = time.monotonic()
-        settings = self.settings()
+        settings = load_settings(self.base_dir)
+        if settings is None:
+            raise ClusterError(
+                f"no local cluster has been set up in {self.base_dir}; start one "
+                "with two NameNodes and ResourceManagers: `tfyarn cluster start --ha`"
+            )
         master = self.master_address()
         pair = _failover.check(self.base_dir, settings, daemon, self.pids(), master)
         with self._lock():
