@@ -114,15 +114,31 @@ fn read_file(path: &Path) -> HashMap<String, String> {
 pub mod tests {
     use super::*;
 
-    /// A fresh directory under the system's temp dir, its own for every call: tests run on
-    /// parallel threads of one process, and one helper may serve several of them at once.
-    pub fn temp_dir(name: &str) -> PathBuf {
+    /// A fresh directory under the system's temp dir, its own for every call (tests run on
+    /// parallel threads of one process, and one helper may serve several of them at once),
+    /// removed when dropped.
+    pub struct TempDir(PathBuf);
+
+    impl std::ops::Deref for TempDir {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    pub fn temp_dir(name: &str) -> TempDir {
         static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("tfyarn-plugin-{}-{name}-{call}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        dir
+        TempDir(dir)
     }
 
     pub fn write_site(path: &Path, props: &[(&str, &str)]) {
