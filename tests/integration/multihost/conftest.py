@@ -26,8 +26,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from _hdfs import hdfs_dir
 
 from tfyarn.cluster import ClusterSettings, LocalCluster, _netns, use_local_cluster
 
@@ -99,3 +101,18 @@ def local_cluster() -> Iterator[LocalCluster]:
                 if str(cluster.base_dir) in _netns.HOSTS_FILE.read_text():
                     left.add(str(_netns.HOSTS_FILE))
                 assert not left, f"left behind by stop: {sorted(left)}"
+
+
+@pytest.fixture(scope="module")
+def yarn(local_cluster: LocalCluster) -> Iterator[Any]:
+    """A skein client (its Java driver) for one test module's jobs."""
+    import skein
+
+    with skein.Client() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def base(local_cluster: LocalCluster) -> Iterator[str]:
+    """An HDFS directory of one test module's own, removed after it."""
+    yield from hdfs_dir()

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _hdfs import hdfs_dir
 from helpers import EXAMPLES, REPO, Job, run_cli, running_job
 
 from tfyarn import client
@@ -43,19 +41,6 @@ FAST = {
     "stop_grace": 30,
     "worker_grace": 3,
 }
-
-
-@pytest.fixture(scope="module")
-def yarn(local_cluster: LocalCluster) -> Iterator[Any]:
-    import skein
-
-    with skein.Client() as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def base(local_cluster: LocalCluster) -> Iterator[str]:
-    yield from hdfs_dir()
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _hdfs import hdfs_dir
 from helpers import Job, accuracy_from, run_cli, running_job
 
 from tfyarn import client
@@ -41,19 +40,6 @@ FAST = {
     "stop_grace": 3,
     "worker_grace": 3,
 }
-
-
-@pytest.fixture(scope="module")
-def yarn(local_cluster: LocalCluster) -> Iterator[Any]:
-    import skein
-
-    with skein.Client() as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def base(local_cluster: LocalCluster) -> Iterator[str]:
-    yield from hdfs_dir()
 
 
 def _snapshot(job: Job) -> dict[str, Any]:

@@ -29,7 +29,6 @@ from typing import Any
 
 import pytest
 import skein
-from _hdfs import hdfs_dir
 from helpers import Job, accuracy_from, running_job
 
 from tfyarn import client
@@ -41,17 +40,6 @@ pytestmark = [pytest.mark.yarn, pytest.mark.hdfs, pytest.mark.slow]
 
 JOBS = Path(__file__).parents[1] / "jobs"
 WORKERS = ("worker:0", "worker:1", "worker:2")
-
-
-@pytest.fixture(scope="module")
-def yarn(local_cluster: LocalCluster) -> Iterator[Any]:
-    with skein.Client() as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def base(local_cluster: LocalCluster) -> Iterator[str]:
-    yield from hdfs_dir()
 
 
 def _snapshot(job: Job) -> dict[str, Any]:
