@@ -9,7 +9,10 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import struct
 import subprocess
+import threading
+import time
 from collections import namedtuple
 from pathlib import Path
 
@@ -290,3 +293,51 @@ def test_strays_finds_a_container_process_and_terminate_ends_it(
     finally:
         proc.kill()
         proc.wait()
+
+
+def _held_by_a_connection() -> tuple[int, socket.socket, socket.socket]:
+    """A port nothing listens on any more, held by an accepted connection: as a
+    killed daemon's port is while its connections close."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+    return port, accepted, client
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with a reset: the socket is gone at once, nothing lingers."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def test_a_port_held_by_closing_connections_is_waited_for() -> None:
+    port, accepted, client = _held_by_a_connection()
+    try:
+        assert _process.port_in_use(port)
+        threading.Timer(1.0, _reset, [accepted]).start()
+        began = time.monotonic()
+        _process.check_ports_free(
+            DAEMONS_BY_NAME["nodemanager"],
+            {"nm": port, "nm_localizer": free_port(), "nm_web": free_port()},
+            closing_wait=30,
+        )
+        assert 0.9 < time.monotonic() - began < 10
+    finally:
+        client.close()
+
+
+def test_a_port_still_held_after_the_wait_is_named_as_such() -> None:
+    port, accepted, client = _held_by_a_connection()
+    try:
+        with pytest.raises(ClusterError, match=r"connections still closing after 1 s"):
+            _process.check_ports_free(
+                DAEMONS_BY_NAME["nodemanager"],
+                {"nm": port, "nm_localizer": free_port(), "nm_web": free_port()},
+                closing_wait=1,
+            )
+    finally:
+        _reset(accepted)
+        client.close()

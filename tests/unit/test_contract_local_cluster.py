@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import doctest
+import os
+import platform
 import subprocess
 import sys
 import time
@@ -77,6 +79,36 @@ def test_a_zombie_runs_no_more(home: Path) -> None:
             assert time.monotonic() < deadline, "the killed process did not exit"
             time.sleep(0.01)
         assert local_cluster.running_pid(home, "namenode", NAMENODE) is None
+    finally:
+        proc.wait()
+
+
+# The exit system call ends one thread (exit_group ends them all).
+SYS_EXIT = {"x86_64": 60, "aarch64": 93}.get(platform.machine())
+MAIN_THREAD_EXITS_FIRST = f"""
+import ctypes, os, threading, time
+threading.Thread(target=lambda: (time.sleep(1.5), os._exit(0))).start()
+ctypes.CDLL(None).syscall({SYS_EXIT}, 0)
+"""
+
+
+@pytest.mark.skipif(SYS_EXIT is None, reason="exit's number on this machine unknown")
+def test_a_process_whose_other_threads_still_run_is_not_dead() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", MAIN_THREAD_EXITS_FIRST])
+    try:
+        deadline = time.monotonic() + 10
+        while (
+            Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            != "Z"
+        ):
+            assert time.monotonic() < deadline, "the main thread did not exit"
+            time.sleep(0.01)
+        # Its main thread is a zombie; the other thread (and its files) live on.
+        assert not local_cluster.is_dead(proc.pid)
+        while not local_cluster.is_dead(proc.pid):
+            assert time.monotonic() < deadline, "the last thread did not exit"
+            time.sleep(0.01)
+        assert len(os.listdir(f"/proc/{proc.pid}/task")) <= 1
     finally:
         proc.wait()
 

@@ -329,8 +329,8 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     return False
 
 
-def port_owner(port: int) -> str:
-    """Best effort: ``pid N (command)`` of the process listening on ``port``."""
+def _listening_inodes(port: int) -> set[str]:
+    """The socket inodes listening on ``port`` (any address), from /proc."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -342,6 +342,12 @@ def port_owner(port: int) -> str:
             listening = len(fields) > 9 and fields[3] == "0A"
             if listening and int(fields[1].rsplit(":", 1)[1], 16) == port:
                 inodes.add(fields[9])
+    return inodes
+
+
+def port_owner(port: int) -> str:
+    """Best effort: ``pid N (command)`` of the process listening on ``port``."""
+    inodes = _listening_inodes(port)
     if not inodes:
         return "another process"
     for entry in Path("/proc").iterdir():
@@ -362,20 +368,47 @@ def port_owner(port: int) -> str:
     return "another process"
 
 
+#: Seconds a just-killed daemon's ports may stay held by its connections.
+#: Killing it sends FIN on each; the kernel then keeps the socket until the
+#: peer closes its end, and Hadoop's RPC clients notice only at their next
+#: call or after ``ipc.client.connection.maxidletime`` (10 s), later under
+#: load. Nothing listens meanwhile, yet the port cannot be bound.
+CLOSING_WAIT_S = 60.0
+
+
 def check_ports_free(
-    daemon: Daemon, ports: Mapping[str, int], host: str = "127.0.0.1"
+    daemon: Daemon,
+    ports: Mapping[str, int],
+    host: str = "127.0.0.1",
+    *,
+    closing_wait: float = CLOSING_WAIT_S,
 ) -> None:
-    """Raise a ClusterError naming the first of the daemon's ports already taken."""
+    """Raise a ClusterError naming the first of the daemon's ports already taken.
+
+    A port some process listens on is taken at once. A port held only by
+    closing connections (a daemon just killed) is waited for, up to
+    ``closing_wait`` seconds.
+    """
     for name in daemon.ports:
         port = ports[name]
-        if port_in_use(port, host):
-            raise ClusterError(
-                f"cannot start the {daemon.title}: port {port} ({PORTS[name][2]}, "
-                f"'{name}') on {host} is already in use by {port_owner(port)}. "
-                "Stop that process, or start the cluster on other ports with "
-                f"`tfyarn cluster start --port-offset 1000` or `--port {name}=PORT` "
-                "(a cluster that already exists needs `tfyarn cluster stop` first)."
-            )
+        deadline = time.monotonic() + closing_wait
+        while port_in_use(port, host):
+            listened = bool(_listening_inodes(port))
+            if listened or time.monotonic() > deadline:
+                by = (
+                    port_owner(port)
+                    if listened
+                    else f"connections still closing after {closing_wait:.0f} s"
+                )
+                raise ClusterError(
+                    f"cannot start the {daemon.title}: port {port} "
+                    f"({PORTS[name][2]}, '{name}') on {host} is already in use by "
+                    f"{by}. Stop that process, or start the cluster on other ports "
+                    f"with `tfyarn cluster start --port-offset 1000` or `--port "
+                    f"{name}=PORT` (a cluster that already exists needs `tfyarn "
+                    "cluster stop` first)."
+                )
+            time.sleep(0.5)
 
 
 def log_size(path: Path) -> int:

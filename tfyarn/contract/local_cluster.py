@@ -68,13 +68,23 @@ def command_line(pid: int) -> list[str]:
 
 
 def is_dead(pid: int) -> bool:
-    """Whether process ``pid`` runs no more: gone, or a zombie."""
+    """Whether process ``pid`` runs no more: gone, or a zombie all of whose
+    threads have ended."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True
     state = stat.rsplit(")", 1)[-1].split()  # the name in (...) may hold spaces
-    return not state or state[0] in ("Z", "X")
+    if not state or state[0] == "X":
+        return True
+    if state[0] != "Z":
+        return False
+    # The main thread shows Z as soon as it exits, while the other threads (a
+    # JVM's dozens) may still be ending, holding its files and listening sockets.
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
 
 
 def is_ours(pid: int, home: Path, main_class: str | None = None) -> bool:
