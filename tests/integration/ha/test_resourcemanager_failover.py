@@ -61,9 +61,16 @@ def test_resourcemanager_failovers_keep_the_running_all_reduce_job(
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith(f"Killed the ResourceManager {second} ")
         # The standby takes over when the dead one's session expires; the
-        # client finds whichever is active.
-        status = run_cli("status", job.app_id, timeout=180)
-        assert status.returncode == 0, status.stderr
+        # client finds whichever is active. Until the job's master resyncs
+        # with it (its next heartbeat), YARN shows the recovered application
+        # ACCEPTED ("Attempt recovered after RM restart").
+        deadline = time.monotonic() + 120
+        while True:
+            status = run_cli("status", job.app_id, timeout=180)
+            assert status.returncode == 0, status.stderr
+            if "RUNNING" in status.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(2)
         assert "RUNNING" in status.stdout, status.stdout
         assert _active(cluster) == first
         done = run_cli("cluster", "restart", "resourcemanager", second, *where)
