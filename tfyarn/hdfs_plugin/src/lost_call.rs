@@ -95,47 +95,32 @@ mod tests {
         assert!(!lost_mid_call(&err(Code::Unavailable, "HDFS mkdirs of hdfs://ns/d failed: no NameNode of the name service ns served it: none could be reached (I/O error: Connection refused (os error 111))")));
     }
 
+    /// A call lost its first `lost_times` times, then answering 3; counts its calls.
+    fn lost_then_3(calls: &Cell<u32>, lost_times: u32) -> impl FnMut() -> TfResult<u8> + '_ {
+        move || {
+            calls.set(calls.get() + 1);
+            if calls.get() <= lost_times { Err(lost()) } else { Ok(3) }
+        }
+    }
+
     #[test]
     fn a_lost_call_that_was_applied_succeeds_without_being_sent_again() {
         let calls = Cell::new(0);
-        let got = made_good(
-            true,
-            || {
-                calls.set(calls.get() + 1);
-                Err::<u8, _>(lost())
-            },
-            |_| Ok(Some(7)),
-        );
-        assert_eq!(got.unwrap(), 7);
+        assert_eq!(made_good(true, lost_then_3(&calls, 1), |_| Ok(Some(7))).unwrap(), 7);
         assert_eq!(calls.get(), 1);
     }
 
     #[test]
     fn a_lost_call_that_was_not_applied_is_sent_again() {
         let calls = Cell::new(0);
-        let got = made_good(
-            true,
-            || {
-                calls.set(calls.get() + 1);
-                if calls.get() == 1 { Err(lost()) } else { Ok(3u8) }
-            },
-            |_| Ok(None),
-        );
-        assert_eq!(got.unwrap(), 3);
+        assert_eq!(made_good(true, lost_then_3(&calls, 1), |_| Ok(None)).unwrap(), 3);
         assert_eq!(calls.get(), 2);
     }
 
     #[test]
     fn a_call_lost_every_time_fails_after_the_last_try() {
         let calls = Cell::new(0);
-        let got = made_good(
-            true,
-            || {
-                calls.set(calls.get() + 1);
-                Err::<u8, _>(lost())
-            },
-            |_| Ok(None),
-        );
+        let got = made_good(true, lost_then_3(&calls, u32::MAX), |_| Ok(None));
         assert!(lost_mid_call(&got.unwrap_err()));
         assert_eq!(calls.get(), 1 + AGAIN);
     }
