@@ -347,7 +347,11 @@ def _listening_inodes(port: int) -> set[str]:
 
 def port_owner(port: int) -> str:
     """Best effort: ``pid N (command)`` of the process listening on ``port``."""
-    inodes = _listening_inodes(port)
+    return _owner_of(_listening_inodes(port))
+
+
+def _owner_of(inodes: set[str]) -> str:
+    """``pid N (command)`` of the process holding one of the socket ``inodes``."""
     if not inodes:
         return "another process"
     for entry in Path("/proc").iterdir():
@@ -393,11 +397,11 @@ def check_ports_free(
         port = ports[name]
         deadline = time.monotonic() + closing_wait
         while port_in_use(port, host):
-            listened = bool(_listening_inodes(port))
-            if listened or time.monotonic() > deadline:
+            listening = _listening_inodes(port)
+            if listening or time.monotonic() > deadline:
                 by = (
-                    port_owner(port)
-                    if listened
+                    _owner_of(listening)
+                    if listening
                     else f"connections still closing after {closing_wait:.0f} s"
                 )
                 raise ClusterError(

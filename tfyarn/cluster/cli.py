@@ -430,8 +430,9 @@ def _failover(args: argparse.Namespace) -> int:
 def _env(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.base_dir)
     exports = cluster.shell_exports()
-    down = cluster.down()
-    if down and len(down) == len(cluster.pids()):
+    pids = cluster.pids()
+    down = [key for key, pid in pids.items() if pid is None]
+    if down and len(down) == len(pids):
         _log(
             f"Warning: the local cluster in {cluster.base_dir} is not running; "
             "start it with `tfyarn cluster start`."

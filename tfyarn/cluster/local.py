@@ -135,10 +135,6 @@ class LocalCluster:
         """Whether all its daemons run (not whether they are ready)."""
         return all(pid is not None for pid in self.pids().values())
 
-    def down(self) -> list[str]:
-        """The daemons not running (all of them for a stopped cluster)."""
-        return [key for key, pid in self.pids().items() if pid is None]
-
     def status(self) -> ClusterStatus:
         """Processes, ports, node resources and HDFS state.
 

@@ -146,10 +146,8 @@ unsafe extern "C" fn new_read_only_memory_region_from_file(
 unsafe extern "C" fn create_dir(_fs: *const TF_Filesystem, path: *const c_char, status: *mut TF_Status) {
     run(status, || {
         let uri = uri_arg(path)?;
-        match stat_of(&uri) {
-            Ok(_) => return Err(TfError::new(Code::AlreadyExists, format!("cannot create directory {uri}: it exists"))),
-            Err(e) if e.code != Code::NotFound => return Err(e),
-            Err(_) => {}
+        if exists(&uri)? {
+            return Err(TfError::new(Code::AlreadyExists, format!("cannot create directory {uri}: it exists")));
         }
         mkdirs(&uri, false)
     });
