@@ -111,6 +111,20 @@ def test_retry_settings_bound_both_layers() -> None:
     assert wait_ms // interval <= 5  # RMProxy counts attempts, not time
 
 
+def test_an_ha_pair_is_searched_for_the_whole_timeout() -> None:
+    # RMProxy counts failovers on an HA pair; each refused try costs only the
+    # sleep between them (0.5-1.5 x the base), so attempts x base ~ timeout.
+    # Its default (max-wait / retry-interval) gave two: a takeover of ~10 s
+    # under load made the call fail a second before the new RM answered.
+    for timeout in (20.0, 45.0):
+        s = hadoop_conf.retry_settings(timeout)
+        base = int(s["yarn.client.failover-sleep-base-ms"])
+        cap = int(s["yarn.client.failover-sleep-max-ms"])
+        attempts = int(s["yarn.client.failover-max-attempts"])
+        assert base == cap <= 2000
+        assert 0.9 * timeout <= attempts * base / 1000 <= 1.1 * timeout
+
+
 def test_the_timeout_is_configurable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(hadoop_conf.TIMEOUT_ENV, raising=False)
     assert hadoop_conf.yarn_timeout() == hadoop_conf.DEFAULT_YARN_TIMEOUT

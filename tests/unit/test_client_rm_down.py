@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -67,8 +67,10 @@ class _Retrying(FakeYarn):
     def __init__(self, delay: float) -> None:
         super().__init__()
         self.delay = delay
+        self.asked = 0
 
     def application_report(self, app_id: str) -> Report:
+        self.asked += 1
         time.sleep(self.delay)
         raise ValueError(UNKNOWN)
 
@@ -101,14 +103,72 @@ def test_a_slow_unknown_from_a_reachable_rm_is_still_an_unknown_application(
         tfyarn.status(APP_ID, client=_Retrying(RETRIED_S))
 
 
+class _TakenOver(FakeYarn):
+    """A driver that gave up finding an active RM once; the one now active knows."""
+
+    def __init__(self, *, known: bool, state: str = "ACCEPTED") -> None:
+        super().__init__([Report(state=state)])
+        self.known = known
+        self.asked = 0
+
+    def application_report(self, app_id: str) -> Report:
+        self.asked += 1
+        if self.asked == 1:
+            time.sleep(RETRIED_S)  # the search for an active ResourceManager
+            raise ValueError(UNKNOWN)
+        if not self.known:
+            raise ValueError(UNKNOWN)
+        return super().application_report(app_id)
+
+
+@pytest.mark.parametrize(
+    ("command", "state"),
+    [
+        (lambda yarn: tfyarn.status(APP_ID, client=yarn).state, "ACCEPTED"),
+        (lambda yarn: tfyarn.kill(APP_ID, client=yarn).state, "FINISHED"),
+    ],
+    ids=["status", "kill"],
+)
+def test_after_a_takeover_the_new_active_rm_is_asked_again(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    listener: socket.socket,
+    command: Callable[[FakeYarn], str],
+    state: str,
+) -> None:
+    # The driver's search ended just before the standby took over: its
+    # "unknown" predates the takeover, and the new active RM knows the job.
+    port = listener.getsockname()[1]
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(rm_conf(tmp_path, port)))
+    yarn = _TakenOver(known=True, state=state)
+    assert command(yarn) == state
+    assert yarn.asked == 2
+
+
+def test_an_id_the_new_active_rm_does_not_know_either_is_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listener: socket.socket
+) -> None:
+    monkeypatch.setenv(
+        "HADOOP_CONF_DIR", str(rm_conf(tmp_path, listener.getsockname()[1]))
+    )
+    yarn = _TakenOver(known=False)
+    with pytest.raises(
+        connection.UnknownApplicationError, match=f"no application {APP_ID}"
+    ):
+        tfyarn.status(APP_ID, client=yarn)
+    assert yarn.asked == 2  # asked again once, not until a bound
+
+
 def test_a_quick_unknown_came_from_an_rm_that_answered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free_port: int
 ) -> None:
     # An answer within the gate was the ResourceManager's: no probe, however
     # the port looks by the time of the error.
     monkeypatch.setenv("HADOOP_CONF_DIR", str(rm_conf(tmp_path, free_port)))
+    yarn = _Retrying(0)
     with pytest.raises(connection.UnknownApplicationError):
-        tfyarn.status(APP_ID, client=_Retrying(0))
+        tfyarn.status(APP_ID, client=yarn)
+    assert yarn.asked == 1  # a mistyped id is not asked again
 
 
 def test_every_rm_of_an_ha_pair_is_probed(

@@ -20,9 +20,9 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tfyarn.client import hadoop_conf, kerberos
 from tfyarn.client.kerberos import Login
@@ -35,6 +35,7 @@ from tfyarn.contract.hadoop_conf import (
 )
 from tfyarn.errors import ClusterError, SpecError, TfyarnError
 
+T = TypeVar("T")
 TAG = "tfyarn"  # every tfyarn application carries this YARN tag
 _APP_ID = re.compile(r"^application_\d+_\d+$")
 # YARN's application states.
@@ -78,6 +79,19 @@ class YarnUnreachableError(TfyarnError, ConnectionError):
 
 class UnknownApplicationError(TfyarnError, LookupError):
     """The cluster knows no application of that id."""
+
+
+class _LateAnswer(UnknownApplicationError):
+    """An "unknown application" after a search for the ResourceManager: ask again.
+
+    The driver answers so for any failed call, also when it gave up finding
+    an active ResourceManager; one that listens now (a standby listens for
+    clients only once it has taken over and recovered its applications) will
+    say for sure. :func:`ask` asks it; elsewhere this is an unknown application.
+    """
+
+    def __init__(self, said: UnknownApplicationError) -> None:
+        super().__init__(str(said))
 
 
 def no_application(app_id: str, detail: str = "") -> UnknownApplicationError:
@@ -341,6 +355,9 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
         slow = time.monotonic() - began >= _ANSWERED_WITHIN_S
         if slow and not rm_accepts_connections():
             raise unreachable("no ResourceManager accepts connections") from None
+        if slow and app_id:
+            # One accepts now: it may have taken over after the driver gave up.
+            raise _LateAnswer(no_application(app_id, cause(exc))) from None
         if app_id:
             raise no_application(app_id, cause(exc)) from None
         raise TfyarnError(f"YARN refused the request: {cause(exc)}") from None
@@ -356,6 +373,22 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
         if any(mark in str(exc) for mark in _UNREACHABLE):
             raise unreachable(cause(exc)) from None
         raise TfyarnError(f"YARN refused the request: {cause(exc)}") from None
+
+
+def ask(app_id: str, call: Callable[[], T]) -> T:
+    """``call()``, a request about ``app_id``, under :func:`yarn_errors`.
+
+    Asked a second time when the first "unknown application" came only after
+    the driver had searched for a ResourceManager (a takeover under way): the
+    one that answers now knows.
+    """
+    try:
+        with yarn_errors(app_id):
+            return call()
+    except _LateAnswer:
+        pass
+    with yarn_errors(app_id):
+        return call()
 
 
 def rm_accepts_connections(timeout: float = PROBE_TIMEOUT_S) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfyarn.client import config
-from tfyarn.client.connection import DONE, check_app_id, opened, yarn_errors
+from tfyarn.client.connection import DONE, ask, check_app_id, opened, yarn_errors
 from tfyarn.client.jobs import (
     JobStatus,
     app_client,
@@ -119,8 +119,7 @@ def follow(
     app = None
     try:
         while True:
-            with yarn_errors(app_id):
-                report = yarn.application_report(app_id)
+            report = ask(app_id, lambda: yarn.application_report(app_id))
             state = str(report.state)
             if state != last_state:
                 say(f"YARN: {state}")

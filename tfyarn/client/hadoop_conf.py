@@ -31,6 +31,8 @@ from tfyarn.errors import ClusterError
 # TFYARN_YARN_TIMEOUT overrides it.
 DEFAULT_YARN_TIMEOUT = 20.0
 TIMEOUT_ENV = "TFYARN_YARN_TIMEOUT"
+# Between two tries of a ResourceManager HA pair (Hadoop randomises it 0.5-1.5x).
+FAILOVER_SLEEP_MS = 1000
 
 
 def yarn_timeout() -> float:
@@ -70,10 +72,25 @@ def retry_settings(timeout: float) -> dict[str, str]:
     with one connect retry, a 5 s connect timeout and a ``timeout / 2`` read
     timeout. Measured against 127.0.0.1:1 (refused): about ``timeout`` s; a
     silent listener: about ``2.5 * timeout`` s (it hung for over 200 s before).
+
+    With ResourceManager HA, RMProxy counts failovers instead: by default
+    ``max-wait / failover-sleep-base``, the base being the retry interval, so
+    two failovers with a sleep of up to 1.5 * ``timeout / 2``. A takeover (the
+    standby waits out the dead one's ZooKeeper session, then recovers, and
+    only then listens for clients) outlasted that under load: the call failed
+    a second before the new active ResourceManager answered. HA clients try
+    each RM once per failover (``yarn.client.failover-retries``, 0), so a
+    refusing one costs only the sleep: failovers here sleep 0.5-1.5 s and go
+    on for ``timeout`` attempts, about ``timeout`` s spent finding the active
+    one. An RM host that drops packets adds the 5 s connect timeout to each
+    of its attempts.
     """
     wait_ms = int(timeout * 1000)
     half_ms = max(1000, wait_ms // 2)
     return {
+        "yarn.client.failover-sleep-base-ms": str(FAILOVER_SLEEP_MS),
+        "yarn.client.failover-sleep-max-ms": str(FAILOVER_SLEEP_MS),
+        "yarn.client.failover-max-attempts": str(max(2, wait_ms // FAILOVER_SLEEP_MS)),
         "yarn.resourcemanager.connect.max-wait.ms": str(wait_ms),
         "yarn.resourcemanager.connect.retry-interval.ms": str(half_ms),
         "ipc.client.connect.max.retries": "1",

@@ -20,6 +20,7 @@ from tfyarn.client.connection import (
     DONE,
     TAG,
     app_order,
+    ask,
     check_app_id,
     opened,
     yarn_errors,
@@ -134,8 +135,7 @@ def status(app_id: str, *, client: Any | None = None) -> JobStatus:
     """
     app_id = check_app_id(app_id)
     with opened(client) as yarn:
-        with yarn_errors(app_id):
-            report = yarn.application_report(app_id)
+        report = ask(app_id, lambda: yarn.application_report(app_id))
         master = None
         if str(report.state) == "RUNNING":
             app = app_client(yarn, app_id)
@@ -241,10 +241,10 @@ def kill(
     """
     app_id = check_app_id(app_id)
     with opened(client) as yarn:
+        report = ask(app_id, lambda: yarn.application_report(app_id))
+        if str(report.state) in DONE:
+            return KillResult(**_fields(report), already_ended=True)
         with yarn_errors(app_id):
-            report = yarn.application_report(app_id)
-            if str(report.state) in DONE:
-                return KillResult(**_fields(report), already_ended=True)
             _stop_tasks_gracefully(yarn, app_id, graceful=graceful)
             yarn.kill_application(app_id)
             deadline = time.monotonic() + KILL_WAIT

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfyarn.client import nmweb, nodelogs, tasklogs
-from tfyarn.client.connection import DONE, check_app_id, opened, yarn_errors
+from tfyarn.client.connection import DONE, ask, check_app_id, opened
 from tfyarn.client.jobs import app_client, read_master_status
 from tfyarn.errors import TfyarnError
 from tfyarn.spec import Role
@@ -119,8 +119,7 @@ def follow_task(
     with opened(client) as yarn:
         try:
             while True:
-                with yarn_errors(app_id):
-                    report = yarn.application_report(app_id)
+                report = ask(app_id, lambda: yarn.application_report(app_id))
                 state = str(report.state)
                 if state in DONE:
                     _finish(app_id, key, stream, write, yarn)

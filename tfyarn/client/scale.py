@@ -16,7 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tfyarn.client.connection import DONE, TAG, check_app_id, opened, yarn_errors
+from tfyarn.client.connection import (
+    DONE,
+    TAG,
+    ask,
+    check_app_id,
+    opened,
+    yarn_errors,
+)
 from tfyarn.contract.status import MASTER_KEY
 from tfyarn.errors import MasterError, MasterRefusedError, SpecError, TfyarnError
 
@@ -74,8 +81,8 @@ def scale(app_id: str, *, num_worker: int, client: Any | None = None) -> ScaleRe
             f"num_worker must be at least 1, got {num_worker} "
             "(`tfyarn kill` ends a job)"
         )
-    with opened(client) as yarn, yarn_errors(app_id):
-        report = yarn.application_report(app_id)
+    with opened(client) as yarn:
+        report = ask(app_id, lambda: yarn.application_report(app_id))
         if TAG not in set(report.tags or ()):
             raise TfyarnError(f"{app_id} is not a tfyarn job: it cannot be scaled")
         if str(report.state) in DONE:
@@ -83,14 +90,15 @@ def scale(app_id: str, *, num_worker: int, client: Any | None = None) -> ScaleRe
                 f"{app_id} has ended ({report.state}, final status "
                 f"{report.final_status}): only a running job can be scaled"
             )
-        app = yarn.connect(app_id, wait=False)
-        try:
-            check_queue_room(
-                yarn, app.get_specification(), str(report.queue), num_worker
-            )
-            return _ask_master(yarn, app, app_id, num_worker)
-        finally:
-            app.close()
+        with yarn_errors(app_id):
+            app = yarn.connect(app_id, wait=False)
+            try:
+                check_queue_room(
+                    yarn, app.get_specification(), str(report.queue), num_worker
+                )
+                return _ask_master(yarn, app, app_id, num_worker)
+            finally:
+                app.close()
 
 
 def check_queue_room(yarn: Any, spec: Any, queue: str, num_worker: int) -> None:

@@ -1,15 +1,19 @@
 """An all-reduce job lives through ResourceManager failovers: a graceful one
 (`tfyarn cluster failover resourcemanager`) and a crash of the active
-ResourceManager (SIGKILL), after which the standby takes over once the dead
-one's ZooKeeper session expires. Work-preserving: the new active
-ResourceManager recovers the application from ZooKeeper and its containers
-from the NodeManager. No task restarts, one application attempt, the job
-SUCCEEDS, and `tfyarn status` and `logs` work throughout and afterwards.
+ResourceManager (SIGKILL) while the standby is frozen, after which the
+standby takes over once the dead one's ZooKeeper session expires.
+Work-preserving: the new active ResourceManager recovers the application from
+ZooKeeper and its containers from the NodeManager. No task restarts, one
+application attempt, the job SUCCEEDS, and `tfyarn status` (asked during the
+takeover too) and `logs` work throughout and afterwards.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import _untouched
@@ -17,11 +21,15 @@ import pytest
 from helpers import REPO, run_cli, running_job
 
 from tfyarn.cluster import LocalCluster
+from tfyarn.cluster._ha import RESOURCEMANAGERS
 
 pytestmark = [pytest.mark.yarn, pytest.mark.hdfs, pytest.mark.slow]
 
 MWMS_JOB = REPO / "tests" / "integration" / "jobs" / "recovery_mwms.py"
 WORKERS = ("worker:0", "worker:1")
+# How long the standby stays frozen after the active RM is killed: past its
+# ZooKeeper session (5 s), well within `tfyarn status`'s 20 s search.
+TAKEOVER_AFTER_S = 10
 OPTIONS = {
     "num_worker": 2,
     "worker_memory": "512 MiB",
@@ -57,20 +65,34 @@ def test_resourcemanager_failovers_keep_the_running_all_reduce_job(
         assert second != first
         reached = _untouched.wait_for_step(job, "worker:0", reached + 30)
 
-        done = run_cli("cluster", "kill", "resourcemanager", *where)
+        # A slow takeover, as under load: the standby is frozen while the
+        # active one is killed, so nothing listens for clients for a while.
+        # `tfyarn status`, asked meanwhile, searches for an active RM and
+        # answers once the standby has taken over: no "unknown application".
+        standby = cluster.pids()[next(m.key for m in RESOURCEMANAGERS if m.id == first)]
+        assert standby is not None
+        os.kill(standby, signal.SIGSTOP)
+        try:
+            done = run_cli("cluster", "kill", "resourcemanager", second, *where)
+            with ThreadPoolExecutor(1) as pool:
+                asked = pool.submit(run_cli, "status", job.app_id, timeout=180)
+                time.sleep(TAKEOVER_AFTER_S)
+                os.kill(standby, signal.SIGCONT)
+                status = asked.result()
+        finally:
+            os.kill(standby, signal.SIGCONT)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith(f"Killed the ResourceManager {second} ")
-        # The standby takes over when the dead one's session expires; the
-        # client finds whichever is active. Until the job's master resyncs
-        # with it (its next heartbeat), YARN shows the recovered application
-        # ACCEPTED ("Attempt recovered after RM restart").
+        assert status.returncode == 0, status.stderr
+        assert "RUNNING" in status.stdout or "ACCEPTED" in status.stdout
+        # Until the job's master resyncs with the new active RM (its next
+        # heartbeat), YARN shows the recovered application ACCEPTED ("Attempt
+        # recovered after RM restart").
         deadline = time.monotonic() + 120
-        while True:
+        while "RUNNING" not in status.stdout and time.monotonic() < deadline:
+            time.sleep(2)
             status = run_cli("status", job.app_id, timeout=180)
             assert status.returncode == 0, status.stderr
-            if "RUNNING" in status.stdout or time.monotonic() > deadline:
-                break
-            time.sleep(2)
         assert "RUNNING" in status.stdout, status.stdout
         assert _active(cluster) == first
         done = run_cli("cluster", "restart", "resourcemanager", second, *where)
