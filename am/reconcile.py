@@ -650,8 +650,11 @@ class Reconciler:
         try:
             await state.publisher.publish(force=True)
             await launcher.set_progress(1.0)
-        except Exception:
-            log.exception("could not publish the final status")
+        except Exception as exc:
+            if phase is Phase.KILLED:  # YARN may have ended skein's master already
+                log.warning("could not publish the final status: %s", exc)
+            else:
+                log.exception("could not publish the final status")
         # The key-value store ends with the application: keep the snapshot
         # just published where `tfyarn status` reads it afterwards (bounded).
         from am.record import keep_final

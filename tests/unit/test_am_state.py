@@ -362,3 +362,27 @@ def test_status_too_big_for_the_kv_store_drops_history_and_failures_are_survived
     published = json.loads(launcher.kv[STATUS_KEY])
     assert len(published["tasks"]) == 20
     assert all(t["history"] == [] for t in published["tasks"])  # too big with it
+
+
+def test_a_killed_job_whose_master_is_gone_says_so_without_a_traceback(
+    caplog: Any,
+) -> None:
+    # YARN kills skein's master with the application: the last publish then
+    # fails, which is expected and not a bug to trace.
+    class GoneOnKill(FakeLauncher):
+        async def set_progress(self, progress: float) -> None:
+            if progress >= 1.0:  # the last one, once YARN is killing the app
+                raise ConnectionError("Unable to connect to application")
+
+    async def main() -> JobState:
+        state = JobState(job(tasks={"worker": 1}), GoneOnKill(), tick=0.01)
+        await state.start()
+        state.request_kill("killed by YARN")
+        await asyncio.wait_for(state.until_done(), 5)
+        return state
+
+    state = asyncio.run(main())
+    assert state.phase is Phase.KILLED
+    said = [r for r in caplog.records if "final status" in r.getMessage()]
+    assert said and all(r.exc_info is None for r in said), said
+    assert "Unable to connect" in said[0].getMessage()
