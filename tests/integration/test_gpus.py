@@ -81,9 +81,20 @@ def wait_for(
         time.sleep(1)
 
 
-def visible(app_id: str, task: str) -> str | None:
-    """CUDA_VISIBLE_DEVICES the task's script started with."""
-    return task_process(app_id, task).env.get("CUDA_VISIBLE_DEVICES")
+def visible(app_id: str, task: str, timeout: float = 60) -> str | None:
+    """CUDA_VISIBLE_DEVICES the task's script started with.
+
+    Waited for: a task is RUNNING once it received the cluster, and its
+    runtime starts the script only then (seconds later under load).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return task_process(app_id, task).env.get("CUDA_VISIBLE_DEVICES")
+        except AssertionError:  # no script process yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def indices(status: JobStatus, task: str) -> list[int]:

@@ -80,7 +80,10 @@ def conf_with_rm(tmp_path: Path, address: str) -> dict[str, str]:
 def test_an_unreachable_resource_manager_is_named_not_waited_for(
     tmp_path: Path, ok_script: str
 ) -> None:
-    refused = conf_with_rm(tmp_path, "127.0.0.1:1")
+    # A shorter bound than the default 20 s, to show it is the one obeyed
+    # (and to wait less: a silent RM costs about 2.5 times the bound).
+    bound = {"TFYARN_YARN_TIMEOUT": "8"}
+    refused = {**conf_with_rm(tmp_path, "127.0.0.1:1"), **bound}
     # A port that accepts connections and never answers: Hadoop's read timeout
     # (120 s, retried) made this hang for minutes even with connects bounded.
     with socket.socket() as silent:
@@ -90,7 +93,7 @@ def test_an_unreachable_resource_manager_is_named_not_waited_for(
         runs = [
             (["submit", "--dry_run", *SMALL, ok_script], refused, "127.0.0.1:1"),
             (["list"], refused, "127.0.0.1:1"),
-            (["list"], conf_with_rm(tmp_path, silent_rm), silent_rm),
+            (["list"], {**conf_with_rm(tmp_path, silent_rm), **bound}, silent_rm),
         ]
         # All at once: retrying drivers cost little CPU, and a third of the wait.
         procs = [
@@ -113,7 +116,9 @@ def test_an_unreachable_resource_manager_is_named_not_waited_for(
     for (_, env, address), p, (out, err) in zip(runs, procs, results, strict=True):
         done = subprocess.CompletedProcess(p.args, p.returncode, out, err)
         yarn_site = str(Path(env["HADOOP_CONF_DIR"]) / "yarn-site.xml")
-        assert_clean_refusal(done, address, yarn_site, "ResourceManager")
+        assert_clean_refusal(
+            done, address, yarn_site, "ResourceManager", "retrying for about 8 s"
+        )
 
 
 def test_an_unknown_queue_is_refused_before_submitting(ok_script: str) -> None:
