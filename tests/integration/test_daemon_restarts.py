@@ -150,6 +150,9 @@ def test_a_resourcemanager_restart_keeps_the_running_all_reduce_job(
             )
             took = time.monotonic() - began
             assert down.returncode == 1, down
+            assert down.stderr.startswith(
+                "tfyarn: no ResourceManager accepts connections at "
+            ), down  # said before it waits
             assert "could not reach the YARN ResourceManager" in down.stderr, down
             assert "Traceback" not in down.stderr and "no application" not in (
                 down.stderr

@@ -114,6 +114,11 @@ def test_an_unreachable_resource_manager_is_named_not_waited_for(
                 if p.poll() is None:
                     p.kill()
     for (_, env, address), p, (out, err) in zip(runs, procs, results, strict=True):
+        if address != silent_rm:  # refused: said before the wait, on one line
+            notice, _, err = err.partition("\n")
+            assert notice.startswith(
+                f"tfyarn: no ResourceManager accepts connections at {address} "
+            ), notice
         done = subprocess.CompletedProcess(p.args, p.returncode, out, err)
         yarn_site = str(Path(env["HADOOP_CONF_DIR"]) / "yarn-site.xml")
         assert_clean_refusal(

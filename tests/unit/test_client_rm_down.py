@@ -17,7 +17,8 @@ import pytest
 from _fake_yarn import APP_ID, FakeYarn, Report
 
 import tfyarn
-from tfyarn.client import connection, hadoop_conf
+from tfyarn.cli import main
+from tfyarn.client import connection, hadoop_conf, jobs
 
 # What the driver says for any failed report (Driver.getReport).
 UNKNOWN = f"Unknown ApplicationId '{APP_ID}'"
@@ -209,3 +210,35 @@ def test_without_a_configuration_the_probe_contradicts_nothing(
     ):
         time.sleep(RETRIED_S)
         raise ValueError(UNKNOWN)
+
+
+@pytest.mark.parametrize("accepting", [False, True], ids=["down", "up"])
+def test_a_command_says_first_that_no_rm_accepts_connections(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    listener: socket.socket,
+    free_port: int,
+    accepting: bool,
+) -> None:
+    # The call that follows searches for the bound: said before, not after.
+    port = listener.getsockname()[1] if accepting else free_port
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(rm_conf(tmp_path, port)))
+    said_first: list[str] = []
+
+    def status(app_id: str, **_: object) -> None:
+        said_first.append(capsys.readouterr().err)
+        raise connection.unreachable("Connection refused")
+
+    monkeypatch.setattr(jobs, "status", status)
+    assert main(["status", APP_ID]) == 1
+    err = capsys.readouterr().err
+    if accepting:
+        assert said_first == [""]
+    else:
+        assert said_first[0] == (
+            f"tfyarn: no ResourceManager accepts connections at 127.0.0.1:{port} "
+            "(restarting, or one taking over?); trying for up to 20 s "
+            "(TFYARN_YARN_TIMEOUT) ...\n"
+        )
+    assert err.startswith("Error: could not reach the YARN ResourceManager")

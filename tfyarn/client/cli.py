@@ -63,13 +63,21 @@ examples:
 """
 
 
-def _on_command_line(handler: Callable[[argparse.Namespace], int]) -> Any:
+def _on_command_line(
+    handler: Callable[[argparse.Namespace], int], *, asks_yarn: bool = False
+) -> Any:
     """Run ``handler`` so that its errors speak of flags, not keywords, skein's
-    first-run notice is not printed, and a SIGTERM or SIGHUP ends it cleanly."""
+    first-run notice is not printed, and a SIGTERM or SIGHUP ends it cleanly.
+    ``asks_yarn``: first say so if no ResourceManager accepts connections (the
+    command then waits for one, bounded)."""
 
     @functools.wraps(handler)
     def run(ns: argparse.Namespace) -> int:
         with _surface.command_line(), _quiet_skein_setup(), _ended_by_signals():
+            if asks_yarn:
+                notice = connection.unreachable_rm_notice()
+                if notice:
+                    print(f"tfyarn: {notice}", file=sys.stderr, flush=True)
             return handler(ns)
 
     return run
@@ -128,7 +136,7 @@ def add_commands(subparsers: Any) -> None:
         help="follow the job to its end, like `tfyarn submit` does "
         "(exit code: 0 SUCCEEDED, 1 FAILED, 3 KILLED)",
     )
-    p.set_defaults(func=_on_command_line(_status))
+    p.set_defaults(func=_on_command_line(_status, asks_yarn=True))
 
     p = subparsers.add_parser(
         "kill",
@@ -145,7 +153,7 @@ def add_commands(subparsers: Any) -> None:
         "(or use tfyarn.termination_config()) save at their current step before "
         "any signal; a resubmission resumes there",
     )
-    p.set_defaults(func=_on_command_line(_kill))
+    p.set_defaults(func=_on_command_line(_kill, asks_yarn=True))
 
     p = subparsers.add_parser(
         "scale",
@@ -161,7 +169,7 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument(
         "--num_worker", type=int, required=True, metavar="N", help="workers from now on"
     )
-    p.set_defaults(func=_on_command_line(_scale))
+    p.set_defaults(func=_on_command_line(_scale, asks_yarn=True))
 
     p = subparsers.add_parser(
         "list",
@@ -171,7 +179,7 @@ def add_commands(subparsers: Any) -> None:
         "attempts and restarts, also after it ended.",
     )
     p.add_argument("--all", action="store_true", help="include ended jobs")
-    p.set_defaults(func=_on_command_line(_list))
+    p.set_defaults(func=_on_command_line(_list, asks_yarn=True))
 
     p = subparsers.add_parser(
         "logs",
@@ -193,7 +201,7 @@ def add_commands(subparsers: Any) -> None:
         action="store_true",
         help="follow one running task's output (--task ROLE:INDEX) until the job ends",
     )
-    p.set_defaults(func=_on_command_line(_logs_cmd))
+    p.set_defaults(func=_on_command_line(_logs_cmd, asks_yarn=True))
 
 
 def _add_submit(subparsers: Any) -> None:
@@ -283,7 +291,7 @@ def _add_submit(subparsers: Any) -> None:
     # usage error would list the script's arguments as missing too.
     script_args.required = False
     p.set_defaults(submit_flags=_tfyarn_flags(p))
-    p.set_defaults(func=_on_command_line(_submit))
+    p.set_defaults(func=_on_command_line(_submit, asks_yarn=True))
 
 
 def _options(ns: argparse.Namespace) -> dict[str, Any]:

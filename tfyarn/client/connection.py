@@ -391,6 +391,28 @@ def ask(app_id: str, call: Callable[[], T]) -> T:
         return call()
 
 
+def unreachable_rm_notice() -> str | None:
+    """A line for a person when no ResourceManager accepts connections now.
+
+    Said before a command's YARN call, which then looks for one for
+    ``$TFYARN_YARN_TIMEOUT``: during a restart or a takeover, silence for that
+    long reads as a hang. None when one accepts, or no cluster is configured
+    (the call itself says so).
+    """
+    try:
+        use_cluster()
+        addresses = HadoopConf(os.environ[CONF_DIR_ENV]).rm_addresses
+    except (ClusterError, KeyError):
+        return None
+    if rm_accepts_connections():
+        return None
+    return (
+        f"no ResourceManager accepts connections at {', '.join(addresses)} "
+        "(restarting, or one taking over?); trying for up to "
+        f"{hadoop_conf.yarn_timeout():.0f} s ({hadoop_conf.TIMEOUT_ENV}) ..."
+    )
+
+
 def rm_accepts_connections(timeout: float = PROBE_TIMEOUT_S) -> bool:
     """Whether a ResourceManager of ``$HADOOP_CONF_DIR`` accepts a TCP connection.
 

@@ -85,6 +85,8 @@ def test_resourcemanager_failovers_keep_the_running_all_reduce_job(
         assert done.stdout.startswith(f"Killed the ResourceManager {second} ")
         assert status.returncode == 0, status.stderr
         assert "RUNNING" in status.stdout or "ACCEPTED" in status.stdout
+        # Said while it waited for the takeover.
+        assert "no ResourceManager accepts connections at " in status.stderr
         # Until the job's master resyncs with the new active RM (its next
         # heartbeat), YARN shows the recovered application ACCEPTED ("Attempt
         # recovered after RM restart").
