@@ -14,6 +14,8 @@ between them:
   over), then the killed one restarted;
 - ``resourcemanager_failover``: SIGKILL of the active ResourceManager (the
   standby takes over when its ZooKeeper session expires), then restarted;
+  ``tfyarn status`` of the job, asked right after the kill, answers once the
+  standby took over (``status_s``, the command's whole run);
 - ``resourcemanager_restart``: the active ResourceManager SIGKILLed and
   started again (``tfyarn cluster restart``);
 - ``nodemanager_restart``: the NodeManager SIGKILLed and started again;
@@ -185,9 +187,22 @@ def events(
     def rm_failover() -> dict[str, Any]:
         killed = cli("kill", "resourcemanager")
         member = killed.split()[3]
+        # Asked at once, as a user would: it waits for the takeover.
+        asked = time.monotonic()
+        status = subprocess.run(
+            [sys.executable, "-m", "tfyarn.cli", "status", app_id],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        answered = {
+            "status_s": round(time.monotonic() - asked, 1),
+            "status_ok": status.returncode == 0,
+        }
         wait_rounds(yarn, app_id, 3)
         cli("restart", "resourcemanager", member)
-        return {}
+        return answered
 
     def restart(daemon: str) -> Callable[[], dict[str, Any]]:
         return lambda: {"restart": cli("restart", daemon)}
@@ -256,6 +271,9 @@ def main() -> None:
         **{f"{n}_stall_s": r["stall_s"] for n, r in results.items()},
         **{f"{n}_steps_lost": r["steps_lost"] for n, r in results.items()},
         "preemption_back_s": results["preemption"].get("back_s"),
+        "resourcemanager_failover_status_s": results["resourcemanager_failover"].get(
+            "status_s"
+        ),
         "restarts": final.get("restarts"),
         "disruptions": final.get("disruptions"),
         "usual_round_s": round(_weather.usual_gap(log), 2),
