@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from tfyarn.cluster import (
     _failover,
     _ha,
-    _hadoop,
     _hosts,
     _netns,
     _process,
@@ -49,6 +48,9 @@ class Rehearsals:
         _log_offsets: dict[str, int]
 
         def _lock(self) -> AbstractContextManager[None]: ...
+        def _daemon_java(
+            self, settings: ClusterSettings
+        ) -> tuple[Path, tuple[str, ...]]: ...
         def _spawn(
             self,
             inst: Instance,
@@ -101,8 +103,7 @@ class Rehearsals:
         host = self._host(name)
         settings = self.settings()
         with self._lock():
-            java_home = _hadoop.find_java_home()
-            module_flags = _hadoop.java_module_flags(java_home)
+            java_home, module_flags = self._daemon_java(settings)
             started = {}
             for inst in self.instances():
                 if inst.host != host:
@@ -208,26 +209,13 @@ class Rehearsals:
             log(f"Killing the {_restarts.title(inst)} ...")
             killed_at = time.time()
             killed = _restarts.crash(self.base_dir, inst)
-            java_home = _hadoop.find_java_home()
-            module_flags = _hadoop.java_module_flags(java_home)
-            if settings.secure:
-                module_flags = (*module_flags, *self.secure(settings).java_flags())
+            java_home, module_flags = self._daemon_java(settings)
             if inst.host is None:
                 ports = _secure.bound_ports(settings)
                 _process.check_ports_free(inst.daemon, ports, self.master_address())
             proc = self._spawn(inst, java_home, module_flags, log)
             log(f"Waiting for the {_restarts.title(inst)} to be back ...")
-            _restarts.wait_back(
-                self.base_dir,
-                settings,
-                self.layout(),
-                inst,
-                proc,
-                master=self.master_address(),
-                log_offset=self._log_offsets.get(inst.key, 0),
-                timeout=timeout,
-                since=killed_at,
-            )
+            self._wait_back(settings, inst, proc, timeout=timeout, since=killed_at)
         return _restarts.Outcome(
             _restarts.title(inst), killed, proc.pid, time.monotonic() - began
         )
@@ -272,10 +260,7 @@ class Rehearsals:
                 started = None
             else:
                 inst = {i.key: i for i in self.instances()}[pair.active.key]
-                java_home = _hadoop.find_java_home()
-                module_flags = _hadoop.java_module_flags(java_home)
-                if settings.secure:  # its JVM logs in at the cluster's KDC
-                    module_flags = (*module_flags, *self.secure(settings).java_flags())
+                java_home, module_flags = self._daemon_java(settings)
                 proc = _failover.resourcemanagers(
                     self.base_dir,
                     pair,
@@ -285,17 +270,31 @@ class Rehearsals:
                     timeout=timeout,
                     log=log,
                 )
-                _restarts.wait_back(
-                    self.base_dir,
-                    settings,
-                    self.layout(),
-                    inst,
-                    proc,
-                    master=master,
-                    log_offset=self._log_offsets.get(inst.key, 0),
-                    timeout=timeout,
-                )
+                self._wait_back(settings, inst, proc, timeout=timeout)
                 started = proc.pid
         return _failover.Outcome(
             pair.title, pair.active.id, pair.other.id, started, time.monotonic() - began
+        )
+
+    def _wait_back(
+        self,
+        settings: ClusterSettings,
+        inst: Instance,
+        proc: subprocess.Popen[bytes],
+        *,
+        timeout: float,
+        since: float = 0.0,
+    ) -> None:
+        """Until the daemon ``proc`` started for ``inst`` is back (see
+        :func:`_restarts.wait_back`)."""
+        _restarts.wait_back(
+            self.base_dir,
+            settings,
+            self.layout(),
+            inst,
+            proc,
+            master=self.master_address(),
+            log_offset=self._log_offsets.get(inst.key, 0),
+            timeout=timeout,
+            since=since,
         )

@@ -335,10 +335,7 @@ class LocalCluster(Rehearsals):
             _netns.check_can_make_hosts()  # before anything is made
 
         _prepare.check_base_dir(self.base_dir)
-        java_home = _hadoop.find_java_home()
-        module_flags = _hadoop.java_module_flags(java_home)
-        if secure:  # daemons, CLIs and (JDK_JAVA_OPTIONS) containers' JVMs
-            module_flags = (*module_flags, *secure.java_flags())
+        java_home, module_flags = self._daemon_java(settings)
         lib_dir = _hadoop.prepare(settings.hadoop_version, java_home, log=log)
         for sub in ("logs", "run", "data", "tmp"):
             (self.base_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -457,6 +454,14 @@ class LocalCluster(Rehearsals):
 
     def host_dir(self, host: _netns.Host) -> Path:
         return _prepare.host_dir(self.base_dir, host)
+
+    def _daemon_java(self, settings: ClusterSettings) -> tuple[Path, tuple[str, ...]]:
+        """The JDK and the flags every daemon's JVM of ``settings`` starts with."""
+        java_home = _hadoop.find_java_home()
+        module_flags = _hadoop.java_module_flags(java_home)
+        if settings.secure:  # daemons, CLIs and (JDK_JAVA_OPTIONS) containers' JVMs
+            module_flags = (*module_flags, *self.secure(settings).java_flags())
+        return java_home, module_flags
 
     def _spawn(
         self,
