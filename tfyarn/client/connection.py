@@ -90,9 +90,6 @@ class _LateAnswer(UnknownApplicationError):
     say for sure. :func:`ask` asks it; elsewhere this is an unknown application.
     """
 
-    def __init__(self, said: UnknownApplicationError) -> None:
-        super().__init__(str(said))
-
 
 def no_application(app_id: str, detail: str = "") -> UnknownApplicationError:
     """The one message for an application id the cluster does not know.
@@ -357,7 +354,7 @@ def yarn_errors(app_id: str | None = None) -> Iterator[None]:
             raise unreachable("no ResourceManager accepts connections") from None
         if slow and app_id:
             # One accepts now: it may have taken over after the driver gave up.
-            raise _LateAnswer(no_application(app_id, cause(exc))) from None
+            raise _LateAnswer(str(no_application(app_id, cause(exc)))) from None
         if app_id:
             raise no_application(app_id, cause(exc)) from None
         raise TfyarnError(f"YARN refused the request: {cause(exc)}") from None
@@ -400,11 +397,11 @@ def unreachable_rm_notice() -> str | None:
     (the call itself says so).
     """
     try:
-        use_cluster()
+        use_cluster()  # sets $HADOOP_CONF_DIR, or raises
         addresses = HadoopConf(os.environ[CONF_DIR_ENV]).rm_addresses
-    except (ClusterError, KeyError):
+    except ClusterError:
         return None
-    if rm_accepts_connections():
+    if _any_accepts(addresses, PROBE_TIMEOUT_S):
         return None
     return (
         f"no ResourceManager accepts connections at {', '.join(addresses)} "
@@ -425,6 +422,11 @@ def rm_accepts_connections(timeout: float = PROBE_TIMEOUT_S) -> bool:
         addresses = HadoopConf(conf_dir).rm_addresses
     except ClusterError:
         return True
+    return _any_accepts(addresses, timeout)
+
+
+def _any_accepts(addresses: list[str], timeout: float) -> bool:
+    """Whether any ``host:port`` of ``addresses`` accepts a TCP connection."""
     for address in addresses:
         host, _, port = address.rpartition(":")
         try:
