@@ -12,10 +12,14 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from tfyarn.contract.env import task_index
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,18 @@ def task_process(
         if proc.is_script and proc.runs_script if script else proc.is_runtime:
             return proc
     raise AssertionError(f"no {'script' if script else 'runtime'} process of {task}")
+
+
+def retry_until(what: str, probe: Callable[[], T], timeout: float = 180) -> T:
+    """``probe()``'s result once it stops failing an assertion (a process not
+    there yet), for up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return probe()
+        except AssertionError:
+            assert time.monotonic() < deadline, f"{what} within {timeout:.0f} s"
+            time.sleep(0.5)
 
 
 def _index(env: dict[str, str]) -> int | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _faults import kill_task, task_process
+from _faults import kill_task, retry_until, task_process
 from helpers import run_cli, running_job
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -87,14 +87,10 @@ def visible(app_id: str, task: str, timeout: float = 60) -> str | None:
     Waited for: a task is RUNNING once it received the cluster, and its
     runtime starts the script only then (seconds later under load).
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return task_process(app_id, task).env.get("CUDA_VISIBLE_DEVICES")
-        except AssertionError:  # no script process yet
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    script = retry_until(
+        f"the script of {task}", lambda: task_process(app_id, task), timeout
+    )
+    return script.env.get("CUDA_VISIBLE_DEVICES")
 
 
 def indices(status: JobStatus, task: str) -> list[int]:

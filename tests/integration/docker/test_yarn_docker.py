@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _faults import kill_task, task_process
+from _faults import kill_task, retry_until, task_process
 
 from tfyarn.cluster import ClusterSettings, LocalCluster, _hadoop, _lce
 
@@ -120,16 +120,6 @@ def _submit(env: dict[str, str], image: str, script: Path, *options: str) -> str
     return found[0]
 
 
-def _wait_for(what: str, probe: object, timeout: float = 180) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return probe()  # type: ignore[operator]
-        except AssertionError:
-            assert time.monotonic() < deadline, f"{what} within {timeout:.0f} s"
-            time.sleep(0.5)
-
-
 def test_a_task_in_docker_recovers_as_on_the_node(
     lce_cluster: dict[str, str], job_image: str, tmp_path: Path
 ) -> None:
@@ -139,10 +129,10 @@ def test_a_task_in_docker_recovers_as_on_the_node(
     script.write_text(RECOVERING)
     app = _submit(lce_cluster, job_image, script, "--num_worker", "1",
                   "--max_restarts", "2", "--stop_grace", "2")  # fmt: skip
-    _wait_for("attempt 0", lambda: kill_task(app, "worker:0", attempt=0))
-    first = _wait_for("attempt 1", lambda: task_process(app, "worker:0", attempt=1))
+    retry_until("attempt 0", lambda: kill_task(app, "worker:0", attempt=0))
+    first = retry_until("attempt 1", lambda: task_process(app, "worker:0", attempt=1))
     runtime = task_process(app, "worker:0", script=False)
-    assert runtime.container == first.container  # type: ignore[attr-defined]
+    assert runtime.container == first.container
     os.kill(runtime.pid, signal.SIGKILL)
     waited = _cli(lce_cluster, "status", app, "--follow")
     assert waited.returncode == 0, waited.stdout + waited.stderr
