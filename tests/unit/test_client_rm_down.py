@@ -212,6 +212,17 @@ def test_without_a_configuration_the_probe_contradicts_nothing(
         raise ValueError(UNKNOWN)
 
 
+@pytest.fixture
+def yarn_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``yarn`` command on PATH, as a client machine has (never run here)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "yarn").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "yarn").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+
+
+@pytest.mark.usefixtures("yarn_on_path")
 @pytest.mark.parametrize("accepting", [False, True], ids=["down", "up"])
 def test_a_command_says_first_that_no_rm_accepts_connections(
     tmp_path: Path,
@@ -242,3 +253,12 @@ def test_a_command_says_first_that_no_rm_accepts_connections(
             "(TFYARN_YARN_TIMEOUT) ...\n"
         )
     assert err.startswith("Error: could not reach the YARN ResourceManager")
+
+
+def test_without_a_yarn_command_nothing_is_promised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free_port: int
+) -> None:
+    # The call fails at once for want of `yarn`: no "trying for up to 20 s".
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(rm_conf(tmp_path, free_port)))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert connection.unreachable_rm_notice() is None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -394,8 +395,10 @@ def unreachable_rm_notice() -> str | None:
     Said before a command's YARN call, which then looks for one for
     ``$TFYARN_YARN_TIMEOUT``: during a restart or a takeover, silence for that
     long reads as a hang. None when one accepts, or no cluster is configured
-    (the call itself says so).
+    or no ``yarn`` command found (the call itself then says so, at once).
     """
+    if shutil.which("yarn") is None:
+        return None
     try:
         use_cluster()  # sets $HADOOP_CONF_DIR, or raises
         addresses = HadoopConf(os.environ[CONF_DIR_ENV]).rm_addresses
