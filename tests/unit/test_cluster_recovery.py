@@ -130,16 +130,19 @@ def test_stop_finds_a_container_process_that_left_its_directory(
     work = tmp_path / "data" / "nm-local" / "usercache" / "u" / "c1"
     work.mkdir(parents=True)
     leader = subprocess.Popen(
-        ["sh", "-c", "(cd / && exec sleep 301) & exec sleep 300"],
+        # The child's pause makes the race with its `cd /` certain, not rare.
+        ["sh", "-c", "(sleep 0.3; cd / && exec sleep 301) & exec sleep 300"],
         cwd=work,
         start_new_session=True,
     )
     try:
+        # Wait for the child to have left (its cwd is /): it is in the session
+        # as soon as it is forked, before its `cd /` runs.
         deadline = time.monotonic() + 10
-        while len(_session_members(leader.pid)) < 2:
-            assert time.monotonic() < deadline, "the container's child never ran"
+        while not (left := _left_the_directory(leader.pid)):
+            assert time.monotonic() < deadline, "the container's child never left"
             time.sleep(0.05)
-        child = next(p for p in _session_members(leader.pid) if p != leader.pid)
+        [child] = left
         # Without the NodeManager's pid file only the directory tells.
         assert _process.strays(tmp_path) == [leader.pid]
         private = tmp_path / "data" / "nm-local" / "nmPrivate" / "app_1" / "c1"
@@ -154,11 +157,16 @@ def test_stop_finds_a_container_process_that_left_its_directory(
         leader.wait()
 
 
-def _session_members(sid: int) -> list[int]:
+def _left_the_directory(sid: int) -> list[int]:
+    """The processes of session ``sid`` whose working directory is /."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and _process._session(int(entry.name)) == sid:
-            found.append(int(entry.name))
+            try:
+                if os.readlink(entry / "cwd") == "/":
+                    found.append(int(entry.name))
+            except OSError:
+                continue  # exited meanwhile
     return found
 
 

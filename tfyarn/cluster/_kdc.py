@@ -102,10 +102,13 @@ class Kdc:
         if (self.base_dir / "principal").exists():
             return
         # The master key is stashed (kdc's own file); nobody needs to type it.
+        # It is typed on stdin (asked twice), not given with -P: a command
+        # line is readable by every local user in /proc.
+        key = secrets.token_urlsafe(24)
         self._run(
-            [_tool("kdb5_util"), "-r", self.realm, "create", "-s",
-             "-P", secrets.token_urlsafe(24)],
+            [_tool("kdb5_util"), "-r", self.realm, "create", "-s"],
             "create the Kerberos database",
+            stdin=f"{key}\n{key}\n",
         )  # fmt: skip
 
     def _kdc_conf_text(self) -> str:
@@ -266,12 +269,20 @@ class Kdc:
             check=check,
         )
 
-    def _run(self, command: list[str], what: str, *, check: bool = True) -> str:
+    def _run(
+        self,
+        command: list[str],
+        what: str,
+        *,
+        check: bool = True,
+        stdin: str | None = None,
+    ) -> str:
         env = {**os.environ, **self.env(), "KRB5_KDC_PROFILE": str(self.kdc_conf)}
         try:
             done = subprocess.run(
                 command,
                 env=env,
+                input=stdin,
                 capture_output=True,
                 text=True,
                 timeout=30,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
+import os
 import secrets
 import subprocess
 from collections.abc import Callable
@@ -44,6 +45,8 @@ _HTTPS_INSTEAD = {
     "journalnode_http": "journalnode_https",
     "datanode_http": "datanode_https",
 }
+# The environment variable keytool reads the keystore's password from.
+_PASSWORD_VAR = "TFYARN_KEYSTORE_PASSWORD"
 
 
 def secure_ports(settings: ClusterSettings) -> dict[str, int]:
@@ -200,7 +203,10 @@ class SecureCluster:
 
     def _make_keystore(self, java_home: Path) -> None:
         # A self-signed key for the HTTPS_ONLY NameNode and DataNode; the same
-        # file is their truststore and the clients' (ssl-client.xml).
+        # file is their truststore and the clients' (ssl-client.xml). The
+        # password goes through the environment: on the command line any local
+        # user could read it in /proc, and keytool's launcher would take one
+        # starting with "-J" as a JVM option.
         password = self._store_password()
         command = [
             str(java_home / "bin" / "keytool"),
@@ -209,11 +215,16 @@ class SecureCluster:
             "-dname", f"CN={_secure_conf.HOST}",
             "-ext", "SAN=dns:localhost,ip:127.0.0.1",
             "-keystore", str(self.keystore), "-storetype", "JKS",
-            "-storepass", password, "-keypass", password,
+            "-storepass:env", _PASSWORD_VAR, "-keypass:env", _PASSWORD_VAR,
         ]  # fmt: skip
         try:
             done = subprocess.run(
-                command, capture_output=True, text=True, timeout=60, check=False
+                command,
+                env={**os.environ, _PASSWORD_VAR: password},
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ClusterError(

@@ -32,6 +32,22 @@ BASE_RECIPE = ["debootstrap", "--variant=minbase", "--include=python3", SUITE]
 BASE_PYTHON = "3.11"  # bookworm's python3
 ENGINE_WAIT_S = 60
 DEBOOTSTRAP_TIMEOUT_S = 900
+SBIN = ("/usr/sbin", "/sbin")
+
+
+def system_command(name: str, where: tuple[str, ...] = SBIN) -> str:
+    """``name``'s path, looked up on PATH and then in ``where`` (Debian puts
+    dockerd and debootstrap in /usr/sbin, which a user's PATH may not reach);
+    else a test failure naming the command and where it was looked for."""
+    path = os.environ.get("PATH", "")
+    found = shutil.which(name, path=os.pathsep.join([path, *where]))
+    if found is None:
+        also = f" nor in {', '.join(where)}" if where else ""
+        pytest.fail(
+            f"no `{name}` command on PATH ({path}){also}: install it "
+            "(tests/system-packages.sh) or add its directory to PATH"
+        )
+    return found
 
 
 def _engine_answers() -> bool:
@@ -47,8 +63,8 @@ def _engine_answers() -> bool:
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[None]:
     """A Docker engine that answers; started (and later stopped) if none runs."""
-    if shutil.which("docker") is None or shutil.which("dockerd") is None:
-        pytest.fail("Docker is not installed: run tests/system-packages.sh (docker.io)")
+    system_command("docker", where=())  # tfyarn runs it from PATH
+    dockerd = system_command("dockerd")
     if _engine_answers():
         yield
         return
@@ -56,7 +72,7 @@ def docker_engine() -> Iterator[None]:
         pytest.fail("dockerd is not running and only root may start it: start it")
     WORK.mkdir(parents=True, exist_ok=True)
     log = (WORK / "dockerd.log").open("ab")
-    proc = subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True)
+    proc = subprocess.Popen([dockerd], stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + ENGINE_WAIT_S
     while not _engine_answers():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -87,12 +103,11 @@ def base_image(docker_engine: None) -> str:
     tag = f"tfyarn-test/{SUITE}-python:{recipe}"
     if image_exists(tag):
         return tag
-    if shutil.which("debootstrap") is None:
-        pytest.fail("debootstrap is not installed: run tests/system-packages.sh")
+    debootstrap = system_command("debootstrap")
     WORK.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=WORK, prefix="rootfs-") as root:
         subprocess.run(
-            [*BASE_RECIPE, root],
+            [debootstrap, *BASE_RECIPE[1:], root],
             check=True,
             capture_output=True,
             timeout=DEBOOTSTRAP_TIMEOUT_S,
