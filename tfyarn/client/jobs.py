@@ -25,6 +25,7 @@ from tfyarn.client.connection import (
     opened,
     yarn_errors,
 )
+from tfyarn.client.diagnostics import separate
 from tfyarn.contract.exit_codes import MEANING, explain_diagnostics, explain_exit
 from tfyarn.contract.record import PENDING, RECORD_KEY, WRITE_DEADLINE, record_url
 from tfyarn.contract.status import MASTER_KEY, STATUS_KEY, SUMMARY_KEY, JobSummary
@@ -243,7 +244,7 @@ def kill(
     with opened(client) as yarn:
         report = ask(app_id, lambda: yarn.application_report(app_id))
         if str(report.state) in DONE:
-            return KillResult(**_fields(report), already_ended=True)
+            return KillResult(**_fields(report, ""), already_ended=True)
         with yarn_errors(app_id):
             _stop_tasks_gracefully(yarn, app_id, graceful=graceful)
             yarn.kill_application(app_id)
@@ -253,7 +254,7 @@ def kill(
                 if str(report.state) in DONE:
                     break
                 time.sleep(0.5)
-        return KillResult(**_fields(report))
+        return KillResult(**_fields(report, ""))
 
 
 def _stop_tasks_gracefully(yarn: Any, app_id: str, *, graceful: bool) -> None:
@@ -461,14 +462,15 @@ def status_from_report(
     if the master's command was not found; ``python_env``: the shipped
     environment instead.
     """
-    fields = _fields(report, python=python, python_env=python_env)
+    ours = master.diagnostics if master else ""
+    fields = _fields(report, ours, python=python, python_env=python_env)
     return JobStatus(**fields, master=master)
 
 
 def _fields(
-    report: Any, *, python: str | None = None, python_env: str = ""
+    report: Any, ours: str, *, python: str | None = None, python_env: str = ""
 ) -> dict[str, Any]:
-    diagnostics = str(report.diagnostics or "")
+    diagnostics = separate(str(report.diagnostics or ""), ours)
     host = str(getattr(report, "host", "") or "")
     meaning = explain(diagnostics, host=host, python=python, python_env=python_env)
     if meaning:
