@@ -153,7 +153,10 @@ def chromium(*args: str, profile: Path, timeout: float = 90) -> str:
         except ProcessLookupError:
             pass
         process.wait()
-    assert process.returncode == 0 or out, f"chromium failed: {err[-2000:]}"
+    assert process.returncode == 0, (
+        f"chromium exited with {process.returncode}: {err[-2000:]}"
+    )
+    assert out or "--screenshot" in " ".join(args), f"chromium printed nothing: {err}"
     return out
 
 

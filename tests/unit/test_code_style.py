@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _required import missing
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ["tfyarn", "am", "tests", "examples", "proto"]
@@ -16,7 +18,8 @@ DOCS = ["README.md", "ARCHITECTURE.md"]
 
 @pytest.mark.parametrize("command", [["check"], ["format", "--check"]])
 def test_ruff_is_clean(command: list[str]) -> None:
-    pytest.importorskip("ruff", reason="ruff comes with the [dev] extra")
+    if importlib.util.find_spec("ruff") is None:
+        missing("ruff is not installed (it comes with the [dev] extra)")
     docs = DOCS if command[0] == "format" else []
     result = subprocess.run(
         [sys.executable, "-m", "ruff", *command, *SOURCES, *docs],

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _required import missing
 
 PLUGIN = Path(__file__).resolve().parents[2] / "tfyarn" / "hdfs_plugin"
 
@@ -35,7 +36,7 @@ def test_the_crc_crates_own_tests_pass(
 ) -> None:
     cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
     if not Path(cargo).exists():
-        pytest.skip("cargo is not installed (the plugin is not built either)")
+        missing("cargo is not installed (the plugin is not built either)")
     done = subprocess.run(
         [
             cargo,

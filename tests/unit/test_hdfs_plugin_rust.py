@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from _required import missing
 
 PLUGIN = Path(__file__).resolve().parents[2] / "tfyarn" / "hdfs_plugin"
 
@@ -34,7 +34,7 @@ def _target_dir() -> str:
 def test_the_plugin_crates_own_tests_pass() -> None:
     cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
     if not Path(cargo).exists():
-        pytest.skip("cargo is not installed (the plugin is not built either)")
+        missing("cargo is not installed (the plugin is not built either)")
     done = subprocess.run(
         [
             cargo,
