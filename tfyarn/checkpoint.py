@@ -40,7 +40,6 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from tfyarn import _hdfs_route
 from tfyarn._checkpoint_files import STATE_FILE, checkpoint_prefix, require_complete
 from tfyarn._mirror.checkpoints import (
     MirroredCheckpoints,
@@ -48,6 +47,7 @@ from tfyarn._mirror.checkpoints import (
     saver_listener,
     upload_latest,
 )
+from tfyarn.data import _hdfs_route
 from tfyarn.data import fs as _fs
 from tfyarn.errors import HdfsError
 

@@ -95,8 +95,6 @@ def _use_local_cluster_config() -> None:
     """Without ``HADOOP_CONF_DIR``, ``hdfs:///`` means the running local
     cluster's fs.defaultFS, as in ``tfyarn.data`` (the plugin reads the
     variable itself)."""
-    if os.environ.get(hadoop_conf.CONF_DIR_ENV):
-        return
-    directory = hadoop_conf.local_cluster_conf_dir()
+    directory = hadoop_conf.local_fallback_conf_dir()
     if directory is not None:
-        os.environ[hadoop_conf.CONF_DIR_ENV] = str(directory)
+        hadoop_conf.use_conf_dir(directory)

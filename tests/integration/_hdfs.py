@@ -47,7 +47,8 @@ def choose_route(monkeypatch: pytest.MonkeyPatch, plugin: bool) -> None:
     tfyarn's HDFS plugin (``plugin``) or their mirror fallback, in this process
     and in the processes it starts: ``$TFYARN_HDFS_PLUGIN`` naming a missing
     library means no plugin."""
-    from tfyarn import _hdfs_route, hdfs
+    from tfyarn import hdfs
+    from tfyarn.data import _hdfs_route
 
     if plugin and not hdfs.available():
         pytest.skip("tfyarn's HDFS plugin is not built (no cargo at install)")

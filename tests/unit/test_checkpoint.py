@@ -15,8 +15,9 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from tfyarn import _hdfs_route, hdfs
 from tfyarn import checkpoint as ckpt_mod
+from tfyarn import hdfs
+from tfyarn.data import _hdfs_route
 from tfyarn.data import fs as _fs
 from tfyarn.errors import HdfsError
 

@@ -18,7 +18,7 @@ from _fake_yarn import APP_ID, FakeYarn, Report
 
 import tfyarn
 from tfyarn.cli import main
-from tfyarn.client import connection, hadoop_conf, jobs
+from tfyarn.client import connection, hadoop_conf, jobs, last_driver, yarn_answers
 
 # What the driver says for any failed report (Driver.getReport).
 UNKNOWN = f"Unknown ApplicationId '{APP_ID}'"
@@ -57,8 +57,8 @@ def free_port() -> int:
 
 @pytest.fixture(autouse=True)
 def _gate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(connection, "_ANSWERED_WITHIN_S", GATE_S)
-    monkeypatch.setattr(connection, "_driver_log", lambda: tmp_path / "none.log")
+    monkeypatch.setattr(yarn_answers, "_ANSWERED_WITHIN_S", GATE_S)
+    monkeypatch.setattr(last_driver, "log_path", lambda: tmp_path / "none.log")
     monkeypatch.delenv(hadoop_conf.TIMEOUT_ENV, raising=False)
 
 

@@ -217,7 +217,7 @@ def test_an_unknown_version_on_the_command_line_is_a_usage_error(
 def test_switching_a_formatted_cluster_to_another_version_is_refused(
     tmp_path: Path,
 ) -> None:
-    saved = ClusterSettings(hadoop_version="3.4.3")
+    saved = ClusterSettings(hadoop_version="3.4.3").hadoop_version
     # Nothing formatted yet, the same version, or a new cluster: fine.
     _versions.check_switch(tmp_path, saved, "3.1.1")
     _versions.check_switch(tmp_path, None, "3.1.1")

@@ -14,8 +14,8 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from tfyarn import _hdfs_route, hdfs
-from tfyarn.data import per_worker_dataset_fn, stage_shard
+from tfyarn import hdfs
+from tfyarn.data import _hdfs_route, per_worker_dataset_fn, stage_shard
 from tfyarn.data.staging import file_list, stage_dir
 from tfyarn.data.writers import write_tfrecord_shards
 

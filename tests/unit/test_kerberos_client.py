@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tfyarn import _options
-from tfyarn.client import config, connection, kerberos
+from tfyarn.client import config, connection, kerberos, last_driver
 from tfyarn.client.compile import to_skein
 from tfyarn.client.kerberos import KerberosError, Login
 from tfyarn.contract.hadoop_conf import HadoopConf
@@ -201,7 +201,7 @@ def test_yarn_errors_names_kerberos_before_an_unreachable_resourcemanager(
     import skein
 
     monkeypatch.setenv("HADOOP_CONF_DIR", str(secure_conf(tmp_path)))
-    monkeypatch.setattr(connection, "_driver_log", lambda: tmp_path / "none.log")
+    monkeypatch.setattr(last_driver, "log_path", lambda: tmp_path / "none.log")
     with (
         pytest.raises(KerberosError, match=r"KDC of realm EXAMPLE\.TEST did not"),
         connection.yarn_errors(),
@@ -211,7 +211,7 @@ def test_yarn_errors_names_kerberos_before_an_unreachable_resourcemanager(
         raise skein.exceptions.DriverError(RM_DOWN)
     # skein's "Unknown ApplicationId" after a refused login: its log tells.
     (tmp_path / "driver.log").write_text(f"WARN ipc.Client: ...\n{TICKET_KDC_DOWN}\n")
-    monkeypatch.setattr(connection, "_driver_log", lambda: tmp_path / "driver.log")
+    monkeypatch.setattr(last_driver, "log_path", lambda: tmp_path / "driver.log")
     with (
         pytest.raises(KerberosError, match="did not answer"),
         connection.yarn_errors("application_1_1"),

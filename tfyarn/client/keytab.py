@@ -16,7 +16,7 @@ from typing import Any
 
 from tfyarn.client.kerberos import Login
 from tfyarn.contract import env as _env
-from tfyarn.contract.hadoop_conf import CONF_DIR_ENV, HadoopConf
+from tfyarn.contract.hadoop_conf import HadoopConf, explicit_conf_dir
 
 
 def ship_keytab(app_spec: Any, login: Login) -> bool:
@@ -26,7 +26,7 @@ def ship_keytab(app_spec: Any, login: Login) -> bool:
     """
     import skein
 
-    conf_dir = os.environ.get(CONF_DIR_ENV)
+    conf_dir = explicit_conf_dir()
     if not (login.keytab and login.principal and conf_dir):
         return False
     if not HadoopConf(conf_dir).is_secure:

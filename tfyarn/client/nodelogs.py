@@ -19,7 +19,6 @@ log dirs (``yarn.nodemanager.log-dirs``) directly.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 
 from tfyarn.client import nmweb
 from tfyarn.client.connection import yarn_errors
-from tfyarn.contract.hadoop_conf import CONF_DIR_ENV, HadoopConf
+from tfyarn.contract.hadoop_conf import HadoopConf, explicit_conf_dir
 
 _STARTING = re.compile(r"\bStarting (container_\w+)")
 # skein's Java AM writes this; the master (`python -m am`) writes application.driver.log.
@@ -135,7 +134,7 @@ def read_log(
 
 def log_dirs() -> list[Path]:
     """The NodeManagers' ``yarn.nodemanager.log-dirs`` per the client's config."""
-    conf = os.environ.get(CONF_DIR_ENV)
+    conf = explicit_conf_dir()
     if not conf:
         return []
     value = HadoopConf(conf).yarn.get("yarn.nodemanager.log-dirs", "")

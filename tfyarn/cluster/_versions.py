@@ -12,12 +12,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tfyarn.errors import ClusterError
-
-if TYPE_CHECKING:  # _settings imports this module
-    from tfyarn.cluster._settings import ClusterSettings
 
 #: The version every other tier runs on: ``<hadoop.version>`` in
 #: ``conf/hadoop/pom.xml`` (a unit test keeps the two equal).
@@ -151,7 +147,7 @@ def java_note(version: str, java_major: int) -> str | None:
     )
 
 
-def check_switch(base_dir: Path, saved: ClusterSettings | None, version: str) -> None:
+def check_switch(base_dir: Path, before: str | None, version: str) -> None:
     """Refuse to start ``version`` on HDFS data another version formatted.
 
     A NameNode does not read an older release's metadata without an explicit
@@ -162,8 +158,8 @@ def check_switch(base_dir: Path, saved: ClusterSettings | None, version: str) ->
     ----------
     base_dir : Path
         The cluster's base directory.
-    saved : ClusterSettings or None
-        The settings of the cluster's last start (None: a new cluster).
+    before : str or None
+        The Hadoop version of the cluster's last start (None: a new cluster).
     version : str
         The version asked for now.
 
@@ -172,9 +168,8 @@ def check_switch(base_dir: Path, saved: ClusterSettings | None, version: str) ->
     ClusterError
         ``version`` differs from the last start's and HDFS holds data.
     """
-    if saved is None or saved.hadoop_version == version:
+    if before is None or before == version:
         return
-    before = saved.hadoop_version
     formatted = any((base_dir / "data").glob("namenode*/current/VERSION"))
     if formatted:
         raise ClusterError(

@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tfyarn import _options
 from tfyarn._flags import add_option, add_switch
-from tfyarn.client import config
 from tfyarn.cluster import _scheduler, _versions
 from tfyarn.cluster._restarts import RESTART_WAIT_S
 from tfyarn.cluster._settings import PORTS, ClusterSettings, load_settings
@@ -21,7 +21,7 @@ from tfyarn.errors import ClusterError, SpecError
 def parse_memory(text: str) -> int:
     """``16384``, ``16g``, ``16 GiB`` or ``512m`` to MiB, read as ``submit`` reads them."""
     try:
-        return config.parse_memory(text)
+        return _options.parse_memory(text)
     except SpecError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 

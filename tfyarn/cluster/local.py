@@ -45,6 +45,7 @@ from tfyarn.cluster._status import (
     instances,
     jdk_description,
 )
+from tfyarn.contract import hadoop_conf
 from tfyarn.errors import ClusterError
 
 START_TIMEOUT_S = 240.0
@@ -323,7 +324,8 @@ class LocalCluster(Rehearsals):
                 "Run `tfyarn cluster stop` first to change them."
             )
         # Before anything starts (the KDC of a secure cluster included).
-        _versions.check_switch(self.base_dir, saved, settings.hadoop_version)
+        before = saved.hadoop_version if saved is not None else None
+        _versions.check_switch(self.base_dir, before, settings.hadoop_version)
         secure = self.secure(settings) if settings.secure else None
         kdc_was_up = secure is None or secure.kdc.pid() is not None
         if secure:  # the KDC first: every secure JVM logs in as it starts
@@ -568,7 +570,7 @@ def use_local_cluster(
     dict or None
         The variables set, or None when nothing changed.
     """
-    if os.environ.get("HADOOP_CONF_DIR") and not override:
+    if hadoop_conf.explicit_conf_dir() and not override:
         return None
     cluster = LocalCluster(base_dir)
     if all(pid is None for pid in cluster.pids().values()):

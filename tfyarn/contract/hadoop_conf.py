@@ -7,6 +7,10 @@ answered here, once, from one parser of Hadoop's ``*-site.xml`` files.
 
 Which directory (:func:`conf_dir`): ``$HADOOP_CONF_DIR`` if set, else the
 configuration of the local cluster ``tfyarn cluster start`` runs, while it runs.
+This module is the only code of tfyarn and the master that reads
+``$HADOOP_CONF_DIR`` or ``$HADOOP_HOME`` (a unit test holds it to that):
+everyone else asks :func:`conf_dir`, :func:`explicit_conf_dir` or
+:func:`local_fallback_conf_dir`.
 
 Each site file is parsed once per version (its path, modification time, size
 and inode), so asking again is a dictionary lookup; a file changed in the last
@@ -39,6 +43,8 @@ from tfyarn.errors import ClusterError
 
 #: The variable naming the Hadoop client configuration directory.
 CONF_DIR_ENV = "HADOOP_CONF_DIR"
+#: The Hadoop installation, whose ``etc/hadoop`` some readers fall back to.
+HADOOP_HOME_ENV = "HADOOP_HOME"
 
 CORE_SITE = "core-site.xml"
 HDFS_SITE = "hdfs-site.xml"
@@ -82,6 +88,33 @@ def local_cluster_conf_dir(home: Path | None = None) -> Path | None:
     return local_cluster.conf_dir(home)
 
 
+def explicit_conf_dir() -> str | None:
+    """``$HADOOP_CONF_DIR`` as set (None when unset or empty): the user's choice,
+    which wins over the local cluster."""
+    return os.environ.get(CONF_DIR_ENV) or None
+
+
+def use_conf_dir(directory: str | os.PathLike[str]) -> None:
+    """Make ``directory`` this process's ``$HADOOP_CONF_DIR`` (and its children's)."""
+    os.environ[CONF_DIR_ENV] = os.fspath(directory)
+
+
+def local_fallback_conf_dir() -> Path | None:
+    """The running local cluster's configuration when ``$HADOOP_CONF_DIR`` is
+    unset, else None: what to hand a reader that knows only the variable
+    (hdfs-native, the plugin) so that ``hdfs:///`` means the same to it."""
+    if explicit_conf_dir():
+        return None
+    return local_cluster_conf_dir()
+
+
+def hadoop_home_conf_dir() -> str | None:
+    """``$HADOOP_HOME/etc/hadoop``, where hdfs-native (as Hadoop's own tools)
+    looks without ``$HADOOP_CONF_DIR``; None when ``$HADOOP_HOME`` is unset."""
+    home = os.environ.get(HADOOP_HOME_ENV)
+    return os.path.join(home, "etc", "hadoop") if home else None
+
+
 def conf_dir() -> Path | None:
     """The Hadoop configuration directory this process uses, or None.
 
@@ -89,7 +122,7 @@ def conf_dir() -> Path | None:
     says what is wrong with it), else the running local cluster's
     (:func:`local_cluster_conf_dir`).
     """
-    explicit = os.environ.get(CONF_DIR_ENV)
+    explicit = explicit_conf_dir()
     if explicit:
         return Path(explicit)
     return local_cluster_conf_dir()
@@ -223,7 +256,7 @@ def read_site(path: str | os.PathLike[str]) -> Mapping[str, str]:
     {}
     """
     name = os.fspath(path)
-    explicit = os.environ.get(CONF_DIR_ENV)
+    explicit = explicit_conf_dir()
     from_env = explicit and Path(name).parent == Path(explicit)
     return _read_site(name, f" (from {CONF_DIR_ENV})" if from_env else "")
 

@@ -15,7 +15,7 @@ Where tfyarn's HDFS plugin is installed (tfyarn tasks register it before the
 script's first line), the list holds the ``hdfs://`` URLs and TensorFlow reads
 HDFS itself: nothing is copied. An install made without cargo has no plugin,
 and TensorFlow alone cannot open ``hdfs://``; there each worker first copies
-its files to ``./tfyarn_data/<name>/`` (:mod:`tfyarn._mirror.shards`) and the
+its files to ``./tfyarn_data/<name>/`` (:func:`copy_files`) and the
 list holds the copies. The first call logs which way it goes.
 
 Worker side::
@@ -38,8 +38,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from tfyarn import _hdfs_route
-from tfyarn._mirror.shards import copy_files
+from tfyarn.data import _hdfs_route
+from tfyarn.data import fs as _fs
 from tfyarn.data.sharding import Shard, shard_files
 
 log = logging.getLogger(__name__)
@@ -161,3 +161,21 @@ def per_worker_dataset_fn(
         return ds.prefetch(tf.data.AUTOTUNE)
 
     return dataset_fn
+
+
+def copy_files(urls: list[str], target: str) -> list[str]:
+    """Copy ``urls`` into the local directory ``target`` (created), keeping
+    names: the fallback without the plugin.
+
+    Returns
+    -------
+    list of str
+        The local paths, in the order of ``urls``.
+    """
+    os.makedirs(target, exist_ok=True)
+    out = []
+    for url in urls:
+        local = os.path.join(target, url.rstrip("/").rsplit("/", 1)[-1])
+        _fs.resolve(url).get_file(url, local)
+        out.append(local)
+    return out

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfyarn.contract import docker as _docker
+from tfyarn.contract.hadoop_conf import explicit_conf_dir
 from tfyarn.image._engine import (
     ImageError,
     docker,
@@ -56,7 +57,7 @@ def check(
             f"no image {tag} on this machine; build it with "
             f"`tfyarn image build --tag {tag}` (or docker load it)"
         )
-    conf = hadoop_conf or os.environ.get("HADOOP_CONF_DIR", "")
+    conf = hadoop_conf or explicit_conf_dir() or ""
     args = ["run", "--rm", "--network", _docker.HOST_NETWORK, "--user", _user()]
     args += ["--entrypoint", "", "--workdir", "/tmp"]
     if conf:

@@ -26,7 +26,9 @@ def _tensorflow() -> str:
 
 
 def _hdfs() -> str:
-    conf = os.environ.get("HADOOP_CONF_DIR", "")
+    from tfyarn.contract.hadoop_conf import explicit_conf_dir
+
+    conf = explicit_conf_dir() or ""
     if not conf:
         return "skipped: no Hadoop configuration mounted"
     import hdfs_native

@@ -377,9 +377,7 @@ def _native_config_dir() -> str | None:
     """The config dir to hand hdfs-native: none while ``$HADOOP_CONF_DIR`` is
     set (hdfs-native reads it itself), else the running local cluster's
     (``tfyarn cluster start``), so ``hdfs:///`` means the same as for tfyarn."""
-    if os.environ.get(hadoop_conf.CONF_DIR_ENV):
-        return None
-    local = hadoop_conf.local_cluster_conf_dir()
+    local = hadoop_conf.local_fallback_conf_dir()
     return str(local) if local is not None else None
 
 
@@ -388,14 +386,27 @@ def _conf_read_by_client(config_dir: str | None) -> hadoop_conf.HadoopConf | Non
     ``$HADOOP_CONF_DIR``, else ``$HADOOP_HOME/etc/hadoop``, else none."""
     directory = (
         config_dir
-        or os.environ.get(hadoop_conf.CONF_DIR_ENV)
-        or (
-            os.path.join(os.environ["HADOOP_HOME"], "etc", "hadoop")
-            if os.environ.get("HADOOP_HOME")
-            else None
-        )
+        or hadoop_conf.explicit_conf_dir()
+        or hadoop_conf.hadoop_home_conf_dir()
     )
     return hadoop_conf.HadoopConf(directory) if directory else None
+
+
+def default_fs() -> str | None:
+    """``fs.defaultFS`` of ``$HADOOP_CONF_DIR`` (or of the running local cluster).
+
+    None without a configuration or without the property.
+
+    Raises
+    ------
+    HdfsError
+        ``core-site.xml`` is there but cannot be read; the message names it.
+    """
+    conf = hadoop_conf.current()
+    if conf is None:
+        return None
+    with conf_errors():
+        return conf.default_fs
 
 
 def token_url(url: str | None) -> str | None:
@@ -411,8 +422,6 @@ def token_url(url: str | None) -> str | None:
     if not os.environ.get("HADOOP_TOKEN_FILE_LOCATION"):
         return url
     if url is None:
-        from tfyarn.data.fs.locate import default_fs
-
         default = default_fs()
         if default is None or urlparse(default).scheme != "hdfs":
             return None

@@ -10,8 +10,7 @@ from urllib.parse import urlparse
 
 from tfyarn.contract import hadoop_conf
 from tfyarn.data.fs.base import FileSystem
-from tfyarn.data.fs.errors import conf_errors
-from tfyarn.data.fs.hdfs import HDFS_SCHEMES, HdfsFileSystem
+from tfyarn.data.fs.hdfs import HDFS_SCHEMES, HdfsFileSystem, default_fs
 from tfyarn.data.fs.local import LocalFileSystem
 from tfyarn.errors import HdfsError
 
@@ -61,7 +60,7 @@ def resolve(url: str) -> FileSystem:
         )
     # The config decides what hdfs:/// means and how to log in: a client made
     # under another HADOOP_CONF_DIR would talk to another cluster.
-    key = (scheme, parsed.netloc, os.environ.get(hadoop_conf.CONF_DIR_ENV, ""))
+    key = (scheme, parsed.netloc, hadoop_conf.explicit_conf_dir() or "")
     with _FS_CACHE_LOCK:
         fs = _FS_CACHE.get(key)
         if fs is None:
@@ -103,23 +102,6 @@ def qualify(path: str, *, user: str | None = None) -> str:
         who = user or os.environ.get("HADOOP_USER_NAME") or _local_user()
         path = f"/user/{who}/{path}"
     return default.rstrip("/") + path
-
-
-def default_fs() -> str | None:
-    """``fs.defaultFS`` of ``$HADOOP_CONF_DIR`` (or of the running local cluster).
-
-    None without a configuration or without the property.
-
-    Raises
-    ------
-    HdfsError
-        ``core-site.xml`` is there but cannot be read; the message names it.
-    """
-    conf = hadoop_conf.current()
-    if conf is None:
-        return None
-    with conf_errors():
-        return conf.default_fs
 
 
 def join(base: str, *parts: str) -> str:
