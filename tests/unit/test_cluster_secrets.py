@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _required import missing
 
-from tfyarn.cluster import ClusterSettings
+from tfyarn.cluster import ClusterSettings, _kdc
 from tfyarn.cluster._hadoop import find_java_home
 from tfyarn.cluster._kdc import Kdc
 from tfyarn.cluster._secure import SecureCluster
+from tfyarn.errors import ClusterError
 
 
 def _record_commands(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
@@ -38,8 +40,11 @@ def test_keytool_takes_a_password_starting_with_dash_j_off_the_command_line(
     password = "-J3kHZ_rLCkdQCom2yKZIueG"
     secure.dir.mkdir(parents=True)
     (secure.dir / "keystore.password").write_text(password)
+    try:
+        java_home = find_java_home()
+    except ClusterError as exc:
+        missing(f"no JDK for keytool: {exc}")
     commands = _record_commands(monkeypatch)
-    java_home = find_java_home()
 
     secure._make_keystore(java_home)
 
@@ -58,6 +63,8 @@ def test_keytool_takes_a_password_starting_with_dash_j_off_the_command_line(
 def test_the_kdc_master_key_is_typed_not_passed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if "kdb5_util" in _kdc.missing_tools():
+        missing("kdb5_util is not installed (tests/system-packages.sh)")
     commands = _record_commands(monkeypatch)
     Kdc(tmp_path, realm="R.TEST", port=18888).create()
     [create] = [c for c in commands if "create" in c]

@@ -67,4 +67,5 @@ def test_port_is_free_again_after_release() -> None:
     held.close()
     plain = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     plain.bind(("0.0.0.0", port))
+    assert plain.getsockname()[1] == port
     plain.close()

@@ -31,7 +31,9 @@ def test_valid_layouts(script: str) -> None:
         {"chief": 1, "ps": 2, "worker": 2, "evaluator": 1},
         {"chief": 1},
     ):
-        job(script, **layout).validate()
+        spec = job(script, **layout)
+        spec.validate()
+        assert {r.value: g.count for r, g in spec.tasks.items() if g.count} == layout
 
 
 @pytest.mark.parametrize(
