@@ -144,3 +144,77 @@ def test_the_command_prints_one_fact_a_line_and_a_detached_set_says_how_to_end_i
     assert "tfyarn kill application_1_0001" in err and "no lease" in err
     assert asked["detach"] is True and asked["num_ps"] == "1"  # typed by the config
     assert asked["num_worker"] == "2" and asked["worker_memory"] == "1g"
+
+
+def test_without_detach_the_command_holds_the_set_until_ctrl_c_then_releases_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    held = a_set(lease=0.3)
+    calls: list[str] = []
+
+    def check() -> None:
+        calls.append("check")
+        if len(calls) == 2:
+            raise servers.ServersRestartedError("ps:0 was lost")  # said, held on
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(held, "check", check)
+    monkeypatch.setattr(held, "release", lambda: calls.append("release"))
+    monkeypatch.setattr(servers, "servers", lambda **_: held)
+    monkeypatch.setattr("tfyarn.client.servers_cli.time.sleep", lambda _: None)
+    monkeypatch.setattr("tfyarn.client.connection.unreachable_rm_notice", lambda: None)
+    assert main(["servers", "--num_worker", "1", "--lease", "30"]) == 130
+    assert calls == ["check", "check", "check", "release"]
+    err = capsys.readouterr().err
+    assert "Ctrl-C releases them" in err and "ps:0 was lost" in err
+    assert "Releasing application_1_0001" in err
+
+
+class _Reply:
+    def __init__(self, restarts: int, why: str = "") -> None:
+        self.cluster_restarts, self.last_restart = restarts, why
+
+
+class _Renewer:
+    def __init__(self, replies: list[_Reply]) -> None:
+        self.replies = replies
+        self.stopped = False
+
+    def renew_once(self) -> _Reply:
+        return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_leaving_the_block_on_an_error_after_a_lost_ps_names_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    renewer = _Renewer([_Reply(0), _Reply(1, "ps:0 failed: killed by SIGKILL")])
+    cluster = a_set(_renewer=renewer)
+    killed: list[str] = []
+    monkeypatch.setattr("tfyarn.client.jobs.kill", killed.append)
+    monkeypatch.setattr(servers.time, "sleep", lambda _: None)
+    # The coordinator's error comes from TensorFlow: the master's word is awaited.
+    error = type("UnavailableError", (Exception,), {"__module__": "tensorflow.errors"})
+    with pytest.raises(servers.ServersRestartedError) as raised:
+        with cluster:
+            raise error("Socket closed")
+    text = str(raised.value)
+    assert "ps:0 failed" in text and "restore_or_initialize" in text
+    assert isinstance(raised.value.__cause__, error)
+    assert renewer.stopped and killed == ["application_1_0001"]
+
+
+def test_leaving_the_block_releases_the_set_and_a_plain_error_passes_through(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    killed: list[str] = []
+    monkeypatch.setattr("tfyarn.client.jobs.kill", killed.append)
+    cluster = a_set(_renewer=_Renewer([_Reply(0)]))
+    with pytest.raises(ValueError, match="mine"):
+        with cluster:
+            raise ValueError("mine")
+    cluster.release()  # twice: nothing more
+    assert killed == ["application_1_0001"]

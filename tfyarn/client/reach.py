@@ -73,9 +73,9 @@ def unreachable_text(addresses: Mapping[str, str], failures: Mapping[str, str]) 
     return (
         f"this machine cannot reach {len(failures)} of {len(addresses)} "
         f"TensorFlow server(s): {names}. The program on the gateway talks to "
-        "every server directly (and the workers to it): ask the cluster's "
+        "every server directly: ask the cluster's "
         "administrators to allow TCP from this host to the NodeManagers' "
-        "ephemeral ports (and back), or run the program on a host inside the "
+        "ephemeral ports, or run the program on a host inside the "
         "cluster's network; `tfyarn logs APP --task ROLE:INDEX` shows whether "
         "the server started"
     )

@@ -47,6 +47,9 @@ FORM_MARGIN = 60.0
 # How long the servers may take to listen once the cluster formed (the script
 # finishes importing TensorFlow first: tens of seconds on a loaded node).
 LISTEN_WITHIN = 120.0
+# How long leaving the block on a TensorFlow error waits for the master to say
+# whether a lost ps restarted the servers.
+RESTART_WAIT = 10.0
 
 
 class ServersRestartedError(TfyarnError):
@@ -184,9 +187,18 @@ class ServerSet:
     ) -> None:
         restarted = ""
         if exc is not None and self._renewer is not None:
-            reply = self._renewer.renew_once()
-            if reply is not None and reply.cluster_restarts > self._restarts_seen:
-                restarted = self._restarted_text(reply.last_restart)
+            # TensorFlow fails within a second of a lost ps; the master's
+            # verdict may take a few more: wait for it on TensorFlow's errors.
+            waits = RESTART_WAIT if _from_tensorflow(exc) else 0.0
+            deadline = time.monotonic() + waits
+            while True:
+                reply = self._renewer.renew_once()
+                if reply is not None and reply.cluster_restarts > self._restarts_seen:
+                    restarted = self._restarted_text(reply.last_restart)
+                    break
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(1.0)
         self.release()
         if restarted:
             raise ServersRestartedError(restarted) from exc
@@ -329,6 +341,10 @@ def _up(yarn: Any, app_id: str, spec: Any) -> ServerSet:
             renewer.stop()
         if app is not None:
             app.close()
+
+
+def _from_tensorflow(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("tensorflow")
 
 
 def _hosts(status: Any) -> dict[str, list[str]] | None:
