@@ -198,9 +198,8 @@ def test_leaving_the_block_on_an_error_after_a_lost_ps_names_it(
     monkeypatch.setattr(servers.time, "sleep", lambda _: None)
     # The coordinator's error comes from TensorFlow: the master's word is awaited.
     error = type("UnavailableError", (Exception,), {"__module__": "tensorflow.errors"})
-    with pytest.raises(servers.ServersRestartedError) as raised:
-        with cluster:
-            raise error("Socket closed")
+    with pytest.raises(servers.ServersRestartedError) as raised, cluster:
+        raise error("Socket closed")
     text = str(raised.value)
     assert "ps:0 failed" in text and "restore_or_initialize" in text
     assert isinstance(raised.value.__cause__, error)
@@ -213,8 +212,7 @@ def test_leaving_the_block_releases_the_set_and_a_plain_error_passes_through(
     killed: list[str] = []
     monkeypatch.setattr("tfyarn.client.jobs.kill", killed.append)
     cluster = a_set(_renewer=_Renewer([_Reply(0)]))
-    with pytest.raises(ValueError, match="mine"):
-        with cluster:
-            raise ValueError("mine")
+    with pytest.raises(ValueError, match="mine"), cluster:
+        raise ValueError("mine")
     cluster.release()  # twice: nothing more
     assert killed == ["application_1_0001"]
