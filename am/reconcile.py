@@ -20,7 +20,7 @@ import logging
 import signal
 from typing import TYPE_CHECKING
 
-from am import nodemanager
+from am import lease, nodemanager
 from am.launcher import PENDING_STATES, ContainerInfo
 from am.model import KILL_MARGIN, Task, stop_event
 from am.policy import Failure
@@ -155,6 +155,7 @@ class Reconciler:
             self._check_registration(now)
             self._check_heartbeats(now)
             self._check_stall(now)
+            self._check_lease(now)
             state.notices.check(now)
             await self._enforce_stops(now)
             await state.resizer.check(now)
@@ -597,6 +598,15 @@ class Reconciler:
         if now - state.stopping_since > grace + 2 * KILL_MARGIN + STOPPED_LINGER:
             state.outcome = (Phase.KILLED, state.stop_reason)
             self._shutdown_killed = True
+
+    def _check_lease(self, now: float) -> None:
+        """A server set whose client stopped renewing ends (am/lease.py)."""
+        state = self.state
+        verdict = lease.decide(state.lease.view(now, settled=state.settled))
+        if verdict.action is lease.LeaseAction.EXPIRE:
+            log.warning("%s", verdict.reason)
+            state.outcome = (Phase.KILLED, verdict.reason)
+            self._shutdown_killed = True  # no client will kill it
 
     def _success_message(self) -> str:
         state = self.state

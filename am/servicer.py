@@ -132,6 +132,23 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
             previous=before, num_worker=request.num_worker, message=message
         )
 
+    async def Renew(
+        self, request: pb.RenewRequest, context: grpc.aio.ServicerContext
+    ) -> pb.RenewReply:
+        # A server set's lease (am/lease.py); the reply tells the client of a
+        # cluster restart, after which its coordinator's state is gone.
+        state = self.state
+        if state.lease.renewed_at is None:
+            log.info("lease first renewed by %s", request.holder or "a client")
+        state.lease.renew(state.clock(), request.holder)
+        return pb.RenewReply(
+            lease_seconds=state.lease.bound,
+            generation=state.generation,
+            cluster_restarts=state.cluster_restarts,
+            last_restart=state.restart_reasons[-1] if state.restart_reasons else "",
+            phase=state.phase.value,
+        )
+
 
 async def _guard(context: grpc.aio.ServicerContext, call: Callable[[], Any]) -> Any:
     """Run a state call; turn a rejection into the matching gRPC status."""
@@ -219,6 +236,7 @@ def _handlers(
         "ReportTaskEnd": unary(servicer.ReportTaskEnd, pb.ReportTaskEndRequest),
         "StopJob": unary(servicer.StopJob, pb.StopJobRequest),
         "Resize": unary(servicer.Resize, pb.ResizeRequest),
+        "Renew": unary(servicer.Renew, pb.RenewRequest),
     }
 
 

@@ -35,6 +35,7 @@ from am.elastic import Elastic
 from am.gang import Gang
 from am.gpus import GpuLedger
 from am.launcher import ContainerInfo, Launcher
+from am.lease import Lease
 from am.model import (
     BIG_JOB_TASKS,
     HISTORY_LIMIT,
@@ -146,11 +147,14 @@ class JobState:
             key: Task(role=key[0], index=key[1]) for key in spec.task_keys()
         }
         self.lead = self.tasks[spec.lead_task()]
-        self.ps_strategy = policy.uses_ps_strategy(
+        # A server set's coordinator is on the gateway: a worker is replaced
+        # alone, as in a ParameterServerStrategy job.
+        self.ps_strategy = spec.servers or policy.uses_ps_strategy(
             chiefs=spec.count(Role.CHIEF),
             ps=spec.count(Role.PS),
             legacy_flags=spec.legacy_flags,
         )
+        self.lease = Lease(spec.lease, clock())  # a server set's (am/lease.py)
         # The tasks TensorFlow's ClusterSpec lists, in every generation (a
         # task's role never changes): computed here once, asked everywhere.
         self.cluster_members: tuple[Task, ...] = tuple(

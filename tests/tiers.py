@@ -73,6 +73,9 @@ EXAMPLES = tuple(
 EXAMPLES_HOME = "/var/tmp/tfyarn-tests/examples"
 EXAMPLES_PORT_OFFSET = "1700"
 # Where the recovery tier's cluster lives (.ci/run stops it whatever happens).
+SERVERS = f"{INTEGRATION}/servers"
+SERVERS_HOME = "/var/tmp/tfyarn-tests/servers"
+SERVERS_PORT_OFFSET = "2200"
 RECOVERY_HOME = "/var/tmp/tfyarn-tests/recovery"
 RECOVERY_PORT_OFFSET = "800"
 
@@ -90,6 +93,7 @@ TIERS = (
             *(f"--ignore={path}" for path in RECOVERY),
             *(f"--ignore={path}" for path in EXAMPLES),
             f"--ignore={ELASTIC}",
+            f"--ignore={SERVERS}",
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
     ),
@@ -118,6 +122,15 @@ TIERS = (
         env=(
             ("TFYARN_CLUSTER_HOME", ELASTIC_HOME),
             ("TFYARN_CLUSTER_PORT_OFFSET", ELASTIC_PORT_OFFSET),
+        ),
+    ),
+    Tier(
+        "servers",
+        (SERVERS,),
+        "TensorFlow servers on YARN, the program on the gateway (TF1 in-graph, a notebook)",
+        env=(
+            ("TFYARN_CLUSTER_HOME", SERVERS_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", SERVERS_PORT_OFFSET),
         ),
     ),
     Tier(
@@ -150,7 +163,7 @@ TIERS = (
 # computes. ha_secure and the 3.1.1 cluster share ports (+1500): one lane.
 LANES = (
     ("plain",),
-    ("examples", "versions", "ha_secure"),
+    ("examples", "versions", "ha_secure", "servers"),
     ("unit", "multihost"),
     ("recovery",),
     ("secure", "ha", "elastic"),

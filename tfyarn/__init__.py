@@ -19,6 +19,9 @@ _EXPORTS = {
     "JobStatus": "tfyarn.client",
     "connect": "tfyarn.client",
     "list_jobs": "tfyarn.client",
+    "servers": "tfyarn.client.servers",
+    "ServerSet": "tfyarn.client.servers",
+    "ServersRestartedError": "tfyarn.client.servers",
     "ClusterError": "tfyarn.errors",
     "HdfsError": "tfyarn.errors",
     "JobFailedError": "tfyarn.errors",
@@ -57,6 +60,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from tfyarn._api import check, kill, logs, scale, status, submit, wait
     from tfyarn.client import JobStatus, connect, list_jobs
+    from tfyarn.client.servers import ServerSet, ServersRestartedError, servers
     from tfyarn.errors import (
         ClusterError,
         HdfsError,

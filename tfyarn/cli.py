@@ -26,6 +26,7 @@ from tfyarn.errors import JobFailedError, TfyarnError
 # (tests/unit/test_cli.py checks that each imports and adds commands).
 _COMMAND_MODULES = (
     "tfyarn.client.cli",
+    "tfyarn.client.servers_cli",
     "tfyarn.cluster.cli",
     "tfyarn.data.cli",
     "tfyarn.image.cli",

@@ -278,6 +278,13 @@ class JobSpec:
     docker_mounts: tuple[str, ...] = field(default_factory=_default("docker_mount"))
     docker_runtime: str = field(default_factory=_default("docker_runtime"))
     docker_python: str = field(default_factory=_default("docker_python"))
+    # A server set (`tfyarn servers`, tfyarn/client/servers.py): every task
+    # only serves TensorFlow, the program runs on the gateway. Not options of
+    # a job: set by the servers client.
+    servers: bool = False
+    # Seconds the set stays up without a renewal from its client (am/lease.py);
+    # 0: no lease (a job, or a detached set that stays until `tfyarn kill`).
+    lease: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.script, (str, os.PathLike)) or not str(self.script):
@@ -397,6 +404,13 @@ class JobSpec:
                 f"a parameter-server job needs workers: got num_ps={ps} and "
                 f"num_worker=0; set {more_workers} (N >= 1)"
             )
+        if self.servers and (chief or self.count(Role.EVALUATOR)):
+            raise SpecError(
+                "a server set has ps and worker servers only: the coordinator "
+                "(chief) is the program on the gateway; evaluators run there too"
+            )
+        if self.lease < 0:
+            raise SpecError(f"lease must be 0 (none) or more seconds, got {self.lease}")
         if chief + worker == 0:
             raise SpecError(
                 f"the job has no chief and no worker: set {more_workers} (N >= 1)"

@@ -88,6 +88,13 @@ def ps(args: argparse.Namespace, task: dict) -> None:
             start=True,
         ).join()
         return
+    coordinate(resolver, args.steps, args.warmup)
+
+
+def coordinate(resolver: object, steps: int, warmup: int) -> None:
+    """The coordinator's part, wherever it runs (a chief in YARN, or a program
+    on the gateway: tests/benchmarks/servers.py). Prints ``FIRST_STEP_AT`` (wall
+    clock) once the first step has run on a worker."""
     strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
@@ -106,14 +113,17 @@ def ps(args: argparse.Namespace, task: dict) -> None:
 
         strategy.run(replica_step, args=next(it))
 
-    for _ in range(args.warmup):
+    coordinator.schedule(step, args=(iterator,))
+    coordinator.join()
+    print(f"FIRST_STEP_AT {time.time()}", flush=True)
+    for _ in range(warmup):
         coordinator.schedule(step, args=(iterator,))
     coordinator.join()
     started = time.perf_counter()
-    for _ in range(args.steps):
+    for _ in range(steps):
         coordinator.schedule(step, args=(iterator,))
     coordinator.join()
-    _report(args.steps, time.perf_counter() - started)
+    _report(steps, time.perf_counter() - started)
 
 
 def main() -> None:

@@ -252,3 +252,23 @@ class ResizeReply(_message.Message):
     num_worker: int
     message: str
     def __init__(self, previous: _Optional[int] = ..., num_worker: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class RenewRequest(_message.Message):
+    __slots__ = ("holder",)
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    holder: str
+    def __init__(self, holder: _Optional[str] = ...) -> None: ...
+
+class RenewReply(_message.Message):
+    __slots__ = ("lease_seconds", "generation", "cluster_restarts", "last_restart", "phase")
+    LEASE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_RESTART_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    lease_seconds: float
+    generation: int
+    cluster_restarts: int
+    last_restart: str
+    phase: str
+    def __init__(self, lease_seconds: _Optional[float] = ..., generation: _Optional[int] = ..., cluster_restarts: _Optional[int] = ..., last_restart: _Optional[str] = ..., phase: _Optional[str] = ...) -> None: ...

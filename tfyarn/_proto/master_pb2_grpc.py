@@ -65,6 +65,11 @@ class MasterStub:
                 request_serializer=tfyarn_dot___proto_dot_master__pb2.ResizeRequest.SerializeToString,
                 response_deserializer=tfyarn_dot___proto_dot_master__pb2.ResizeReply.FromString,
                 _registered_method=True)
+        self.Renew = channel.unary_unary(
+                '/tfyarn.Master/Renew',
+                request_serializer=tfyarn_dot___proto_dot_master__pb2.RenewRequest.SerializeToString,
+                response_deserializer=tfyarn_dot___proto_dot_master__pb2.RenewReply.FromString,
+                _registered_method=True)
 
 
 class MasterServicer:
@@ -106,6 +111,12 @@ class MasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Renew(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -138,6 +149,11 @@ def add_MasterServicer_to_server(servicer, server):
                     servicer.Resize,
                     request_deserializer=tfyarn_dot___proto_dot_master__pb2.ResizeRequest.FromString,
                     response_serializer=tfyarn_dot___proto_dot_master__pb2.ResizeReply.SerializeToString,
+            ),
+            'Renew': grpc.unary_unary_rpc_method_handler(
+                    servicer.Renew,
+                    request_deserializer=tfyarn_dot___proto_dot_master__pb2.RenewRequest.FromString,
+                    response_serializer=tfyarn_dot___proto_dot_master__pb2.RenewReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -302,6 +318,33 @@ class Master:
             '/tfyarn.Master/Resize',
             tfyarn_dot___proto_dot_master__pb2.ResizeRequest.SerializeToString,
             tfyarn_dot___proto_dot_master__pb2.ResizeReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Renew(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tfyarn.Master/Renew',
+            tfyarn_dot___proto_dot_master__pb2.RenewRequest.SerializeToString,
+            tfyarn_dot___proto_dot_master__pb2.RenewReply.FromString,
             options,
             channel_credentials,
             insecure,

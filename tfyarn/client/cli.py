@@ -220,6 +220,26 @@ def _add_submit(subparsers: Any) -> None:
         action="store_true",
         help="check the job (options, files, cluster resources) and print it; submit nothing",
     )
+    add_job_options(p)
+    p.add_argument("script", help="the Python program every task runs")
+    script_args = p.add_argument(
+        "args",
+        nargs=argparse.REMAINDER,
+        help="the program's arguments (may use {job_name}, {task_index}, "
+        "{ps_hosts}, {worker_hosts}, {chief_host}); tfyarn's options go before "
+        "SCRIPT",
+    )
+    # argparse calls a REMAINDER positional required: without a script the
+    # usage error would list the script's arguments as missing too.
+    script_args.required = False
+    p.set_defaults(submit_flags=_tfyarn_flags(p))
+    p.set_defaults(func=_on_command_line(_submit, asks_yarn=True))
+
+
+def add_job_options(
+    p: argparse.ArgumentParser, skip: frozenset[str] = frozenset()
+) -> None:
+    """Every job option of ``conf/tfyarn-schema.yaml`` as a flag (but ``skip``)."""
     groups = {
         "layout": p.add_argument_group("layout"),
         "resources": p.add_argument_group(
@@ -233,6 +253,8 @@ def _add_submit(subparsers: Any) -> None:
         "job": p.add_argument_group("job"),
     }
     for key, rule in config.schema().items():
+        if key in skip:
+            continue
         kind = rule["type"]
         group = groups[
             "layout"
@@ -279,19 +301,6 @@ def _add_submit(subparsers: Any) -> None:
                 kind, "IMAGE" if key.endswith("docker_image") else "VALUE"
             )
             add_option(group, flag, metavar=metavar, default=None, help=helptext)
-    p.add_argument("script", help="the Python program every task runs")
-    script_args = p.add_argument(
-        "args",
-        nargs=argparse.REMAINDER,
-        help="the program's arguments (may use {job_name}, {task_index}, "
-        "{ps_hosts}, {worker_hosts}, {chief_host}); tfyarn's options go before "
-        "SCRIPT",
-    )
-    # argparse calls a REMAINDER positional required: without a script the
-    # usage error would list the script's arguments as missing too.
-    script_args.required = False
-    p.set_defaults(submit_flags=_tfyarn_flags(p))
-    p.set_defaults(func=_on_command_line(_submit, asks_yarn=True))
 
 
 def _options(ns: argparse.Namespace) -> dict[str, Any]:

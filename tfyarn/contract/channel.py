@@ -212,6 +212,9 @@ class MasterClient:
     def resize(self, request: pb.ResizeRequest, *, timeout: float) -> pb.ResizeReply:
         return self._unary("Resize", request, timeout)
 
+    def renew(self, request: pb.RenewRequest, *, timeout: float) -> pb.RenewReply:
+        return self._unary("Renew", request, timeout)
+
     def watch_cluster(
         self, request: pb.WatchClusterRequest
     ) -> Iterator[pb.ClusterEvent]:
