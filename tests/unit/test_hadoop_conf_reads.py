@@ -14,6 +14,8 @@ import ast
 import functools
 from pathlib import Path
 
+from _parsed import parsed
+
 REPO = Path(__file__).resolve().parents[2]
 THE_READER = REPO / "tfyarn" / "contract" / "hadoop_conf.py"
 VARIABLES = {"HADOOP_CONF_DIR", "HADOOP_HOME"}
@@ -79,7 +81,7 @@ def _finds_the_local_conf(tree: ast.AST) -> list[int]:
 def _sources() -> dict[Path, ast.Module]:
     """Every module of tfyarn and the master, parsed (once for both tests)."""
     paths = sorted([*(REPO / "tfyarn").rglob("*.py"), *(REPO / "am").rglob("*.py")])
-    return {path: ast.parse(path.read_text(), str(path)) for path in paths}
+    return {path: parsed(path) for path in paths}
 
 
 def test_only_hadoop_conf_reads_the_configuration_variables() -> None:

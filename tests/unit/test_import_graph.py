@@ -17,9 +17,12 @@ import functools
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from _parsed import parsed
 from test_am_imports import REPO, modules_of
 
 TFYARN = REPO / "tfyarn"
+# Each dotted name resolves to the same modules every time it is seen.
+_modules_of = functools.cache(modules_of)
 
 
 def module_name(path: Path) -> str:
@@ -34,7 +37,7 @@ def imports_of(path: Path, module: str) -> set[str]:
     ``from a.b import c``, ``a.b.c`` if that is a module, else ``a.b``."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -47,8 +50,8 @@ def imports_of(path: Path, module: str) -> set[str]:
         else:
             continue
         for name in names:
-            if name.split(".")[0] == "tfyarn" and modules_of(name):
-                found.add(modules_of(name)[-1])
+            if name.split(".")[0] == "tfyarn" and _modules_of(name):
+                found.add(_modules_of(name)[-1])
     found.discard(module)
     return found
 
