@@ -9,8 +9,9 @@ alternating so drift on the shared machine hits both alike:
 - submit: ``tfyarn.submit`` of the same training as a script, its chief
   coordinating inside YARN.
 
-For each: seconds from the call (``tfyarn.servers`` / ``tfyarn.submit``) to
-the first training step done on a worker, and the coordinator's steps/s over
+For each: seconds from the call (``tfyarn.servers`` / ``tfyarn.submit``, each
+starting its own YARN driver as a fresh command would) to the first training
+step done on a worker, and the coordinator's steps/s over
 ``--steps`` timed steps after a warm-up. Prints one JSON line last. Usage::
 
     eval "$(tfyarn cluster env)"
@@ -73,6 +74,7 @@ def gateway(steps: int, warmup: int, memory: int) -> dict[str, float]:
 
 def submitted(yarn: Any, steps: int, warmup: int, memory: int) -> dict[str, float]:
     called = time.time()
+    # Its own YARN driver, as a fresh `tfyarn submit` (and the gateway) starts one.
     app_id = tfyarn.submit(
         str(TASK),
         args=["--mode", "ps", "--steps", str(steps), "--warmup", str(warmup)],
@@ -84,7 +86,6 @@ def submitted(yarn: Any, steps: int, warmup: int, memory: int) -> dict[str, floa
         ps_memory=memory,
         worker_memory=memory,
         worker_grace=60,
-        client=yarn,
     )
     tfyarn.wait(app_id, client=yarn)  # JobFailedError unless SUCCEEDED
     text = "\n".join(
