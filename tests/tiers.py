@@ -72,6 +72,11 @@ EXAMPLES = tuple(
 )
 EXAMPLES_HOME = "/var/tmp/tfyarn-tests/examples"
 EXAMPLES_PORT_OFFSET = "1700"
+# The notebook way in (tfyarn.run from a real Jupyter kernel, MLflow), on a
+# cluster of its own.
+NOTEBOOK = f"{INTEGRATION}/notebook"
+NOTEBOOK_HOME = "/var/tmp/tfyarn-tests/notebook"
+NOTEBOOK_PORT_OFFSET = "2400"
 # Where the recovery tier's cluster lives (.ci/run stops it whatever happens).
 RECOVERY_HOME = "/var/tmp/tfyarn-tests/recovery"
 RECOVERY_PORT_OFFSET = "800"
@@ -90,6 +95,7 @@ TIERS = (
             *(f"--ignore={path}" for path in RECOVERY),
             *(f"--ignore={path}" for path in EXAMPLES),
             f"--ignore={ELASTIC}",
+            f"--ignore={NOTEBOOK}",
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
     ),
@@ -118,6 +124,15 @@ TIERS = (
         env=(
             ("TFYARN_CLUSTER_HOME", ELASTIC_HOME),
             ("TFYARN_CLUSTER_PORT_OFFSET", ELASTIC_PORT_OFFSET),
+        ),
+    ),
+    Tier(
+        "notebook",
+        (NOTEBOOK,),
+        "tfyarn.run from a real Jupyter kernel: results, remote errors, MLflow",
+        env=(
+            ("TFYARN_CLUSTER_HOME", NOTEBOOK_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", NOTEBOOK_PORT_OFFSET),
         ),
     ),
     Tier(
@@ -150,7 +165,7 @@ TIERS = (
 # computes. ha_secure and the 3.1.1 cluster share ports (+1500): one lane.
 LANES = (
     ("plain",),
-    ("examples", "versions", "ha_secure"),
+    ("examples", "notebook", "versions", "ha_secure"),
     ("unit", "multihost"),
     ("recovery",),
     ("secure", "ha", "elastic"),

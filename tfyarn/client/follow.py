@@ -17,6 +17,7 @@ from tfyarn.client.jobs import (
 )
 from tfyarn.client.narrator import Narrator
 from tfyarn.client.progressview import Progress, lead_progress
+from tfyarn.contract.status import JobStatus as MasterStatus
 from tfyarn.contract.status import JobSummary
 from tfyarn.errors import JobFailedError
 from tfyarn.spec import JobSpec
@@ -74,18 +75,38 @@ def wait(
     --------
     >>> tfyarn.wait("application_1700000000000_0001", on_event=print)  # doctest: +SKIP
     """
+    from tfyarn.client import notebook_view
+
     app_id = check_app_id(app_id)
     if poll_interval is None:
         poll_interval = config.client_options(config.load()).poll_interval
+    # Inside Jupyter (and no on_event): the live view in the cell.
+    view = notebook_view.for_follow(on_event, live=False)
+    view.submitted(app_id)
+
+    def progress(p: Progress) -> None:
+        view.progress(p)
+        if on_progress is not None:
+            on_progress(p)
+
     with opened(client) as yarn:
-        return follow(
-            yarn,
-            app_id,
-            on_event=on_event,
-            timeout=timeout,
-            poll_interval=poll_interval,
-            on_progress=on_progress,
-        )
+        try:
+            status = follow(
+                yarn,
+                app_id,
+                on_event=view.event,
+                timeout=timeout,
+                poll_interval=poll_interval,
+                on_progress=progress,
+                on_status=view.status,
+            )
+        except JobFailedError as failed:
+            view.finished(failed.final_status, failed.diagnostics)
+            raise
+        finally:
+            view.close()
+    view.finished(status.outcome, status.diagnostics)
+    return status
 
 
 def follow(
@@ -97,11 +118,13 @@ def follow(
     timeout: float | None = None,
     spec: JobSpec | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    on_status: Callable[[MasterStatus], None] | None = None,
 ) -> JobStatus:
     """:func:`wait` on an open client; with ``spec``, bound the wait for YARN to start it.
 
     ``on_progress`` gets the lead task's progress at each poll once it reports
-    steps. A job above :data:`SUMMARY_ABOVE` tasks whose master publishes a
+    steps; ``on_status`` every snapshot read (a notebook's per-task view,
+    an MLflow run's metrics). A job above :data:`SUMMARY_ABOVE` tasks whose master publishes a
     summary (``tfyarn.summary``) is read in full only when the summary says
     something a narrator would tell changed.
     """
@@ -148,6 +171,8 @@ def follow(
                 else:
                     master = read_master_status(app) if app else None
                     if master:
+                        if on_status is not None:
+                            on_status(master)
                         for line in narrator.update(master):
                             say(line)
                         # Ours, not the summary's: the summary may be newer
