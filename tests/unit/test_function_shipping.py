@@ -210,3 +210,28 @@ def test_header_round_trip_and_versions() -> None:
     back, body = _fn.Header.decode(header.encode(b"\x80\x05rest\nwith newline"))
     assert back == header and body == b"\x80\x05rest\nwith newline"
     assert _versions.disagreements(_versions.here(), _versions.here()) == []
+
+
+def test_run_refuses_before_any_yarn_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tfyarn.run names what cannot ship without starting a YARN driver."""
+    import tfyarn
+    from tfyarn.client import function as function_module
+
+    def no_yarn(*args: object, **kw: object) -> None:
+        raise AssertionError("YARN was asked before the refusal")
+
+    monkeypatch.setattr(function_module, "opened", no_yarn)
+    lock = threading.Lock()
+
+    def train() -> None:
+        with lock:
+            pass
+
+    with pytest.raises(SpecError, match=r"closure variable 'lock' is a lock"):
+        tfyarn.run(train, num_worker=2)
+    with pytest.raises(SpecError, match=r"cannot be called with these arguments"):
+        tfyarn.run(lambda steps: steps, 1, 2, num_worker=2)
+    with pytest.raises(SpecError, match=r"invalid num_worker"):
+        tfyarn.run(lambda: None, num_worker=-1)

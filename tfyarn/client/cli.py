@@ -388,6 +388,7 @@ def _submit(ns: argparse.Namespace) -> int:
                 on_event=event,
                 on_progress=view.progress,
                 on_status=tracker.status,
+                on_link=tracker.tracking,
                 spec=spec,
                 poll_interval=own.poll_interval,
             )

@@ -12,6 +12,7 @@ from tfyarn.client.jobs import (
     JobStatus,
     app_client,
     read_master_status,
+    read_record,
     read_summary,
     status_from_report,
 )
@@ -99,6 +100,7 @@ def wait(
                 poll_interval=poll_interval,
                 on_progress=progress,
                 on_status=view.status,
+                on_link=view.tracking,
             )
         except JobFailedError as failed:
             view.finished(failed.final_status, failed.diagnostics)
@@ -119,12 +121,14 @@ def follow(
     spec: JobSpec | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     on_status: Callable[[MasterStatus], None] | None = None,
+    on_link: Callable[[str], None] | None = None,
 ) -> JobStatus:
     """:func:`wait` on an open client; with ``spec``, bound the wait for YARN to start it.
 
     ``on_progress`` gets the lead task's progress at each poll once it reports
     steps; ``on_status`` every snapshot read (a notebook's per-task view,
-    an MLflow run's metrics). A job above :data:`SUMMARY_ABOVE` tasks whose master publishes a
+    an MLflow run's metrics), ``on_link`` the tracking page's URL once YARN
+    gives one. A job above :data:`SUMMARY_ABOVE` tasks whose master publishes a
     summary (``tfyarn.summary``) is read in full only when the summary says
     something a narrator would tell changed.
     """
@@ -140,6 +144,7 @@ def follow(
     pending_since = start  # when the app last entered a not-yet-running state
     warned = False
     app = None
+    link = ""  # the tracking page's URL told to on_link
     try:
         while True:
             report = ask(app_id, lambda: yarn.application_report(app_id))
@@ -158,8 +163,21 @@ def follow(
                 status = status_from_report(
                     report, None, python=python, python_env=shipped
                 )
+                if on_status is not None:
+                    # The tasks' last states and steps, which the last poll
+                    # may have missed: the master's final record.
+                    final = read_record(status.user, app_id).status
+                    if final is not None:
+                        on_status(final)
+                        progress = lead_progress(final)
+                        if progress is not None and on_progress is not None:
+                            on_progress(progress)
                 return finish(status, say)
             waited = time.monotonic() - start
+            url = str(getattr(report, "tracking_url", "") or "")
+            if on_link is not None and state == "RUNNING" and url and url != link:
+                link = url
+                on_link(url)
             if state == "RUNNING":
                 if app is None:
                     app = app_client(yarn, app_id)

@@ -144,6 +144,11 @@ def run(
     from tfyarn.client import mlflow_run, notebook_view
 
     options, fn_kwargs = _split(fn, keywords, kwargs)
+    if options.get("detach"):
+        raise SpecError(
+            "tfyarn.run follows its job to bring the value back: no detach; "
+            "tfyarn.submit(script, ...) submits a script and returns at once"
+        )
     if spec is not None and options:
         raise SpecError(
             f"tfyarn.run: give either spec= or submit options, not both "
@@ -186,6 +191,7 @@ def run(
                     on_event=_both(shown.event, tracker.event),
                     on_progress=shown.progress,
                     on_status=_both(shown.status, tracker.status),
+                    on_link=_both(shown.tracking, tracker.tracking),
                     spec=job,
                     poll_interval=own.poll_interval,
                     timeout=timeout,

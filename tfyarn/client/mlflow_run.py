@@ -44,9 +44,11 @@ from tfyarn.spec import ROLES, JobSpec
 
 INSTALL = "pip install 'tfyarn[mlflow]'"
 # How long the end of a followed job waits for MLflow's queue to drain.
-FLUSH_BOUND = 15.0
-# One HTTP call's bound and no retries: a down server costs a warning, not minutes.
-HTTP_TIMEOUT = "5"
+FLUSH_BOUND = 30.0
+# One HTTP call's bound, and no retries: a server that is down refuses the
+# connection at once (a warning, not minutes of retries); a slow one gets
+# this long per call, on the background thread.
+HTTP_TIMEOUT = "20"
 # MLflow keeps parameter values up to this many characters.
 PARAM_LIMIT = 500
 # Tags: at most this much of the diagnostics.
@@ -154,7 +156,7 @@ class Tracker:
         script_args: tuple[str, ...] = (),
         client_factory: Callable[[str], Any] | None = None,
     ) -> None:
-        self.tracking = tracking
+        self.target = tracking
         self.run_id = ""
         self.failed = ""
         self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()
@@ -196,6 +198,9 @@ class Tracker:
 
     def event(self, line: str) -> None:
         del line  # the status carries what is logged
+
+    def tracking(self, url: str) -> None:
+        self._put(lambda: self._tags({"tfyarn.tracking_url": url}))
 
     def status(self, master: MasterStatus) -> None:
         now = time.monotonic()
@@ -273,7 +278,7 @@ class Tracker:
             except Exception as exc:  # noqa: BLE001 -- a warning, never the job's end
                 self.failed = str(exc).splitlines()[0][:300] if str(exc) else repr(exc)
                 self._warn(
-                    f"MLflow at {self.tracking.uri} failed ({self.failed}); the job "
+                    f"MLflow at {self.target.uri} failed ({self.failed}); the job "
                     "goes on without its MLflow run"
                 )
 
@@ -283,18 +288,18 @@ class Tracker:
     def _create(self, name: str, params: Mapping[str, str]) -> None:
         from mlflow.entities import Param
 
-        self._client = self._client_factory(self.tracking.uri)
+        self._client = self._client_factory(self.target.uri)
         experiment_id = "0"
-        if self.tracking.experiment:
-            found = self._client.get_experiment_by_name(self.tracking.experiment)
+        if self.target.experiment:
+            found = self._client.get_experiment_by_name(self.target.experiment)
             experiment_id = (
                 found.experiment_id
                 if found is not None
-                else self._client.create_experiment(self.tracking.experiment)
+                else self._client.create_experiment(self.target.experiment)
             )
         tags = {"mlflow.runName": name, "tfyarn.job_name": name}
-        if self.tracking.parent:
-            tags["mlflow.parentRunId"] = self.tracking.parent
+        if self.target.parent:
+            tags["mlflow.parentRunId"] = self.target.parent
         run = self._client.create_run(experiment_id, tags=tags, run_name=name)
         self.run_id = run.info.run_id
         self._client.log_batch(
@@ -341,6 +346,7 @@ class NoTracker:
 
     def submitted(self, app_id: str, yarn: Any = None) -> None: ...
     def event(self, line: str) -> None: ...
+    def tracking(self, url: str) -> None: ...
     def status(self, master: MasterStatus) -> None: ...
     def finished(
         self, outcome: str, diagnostics: str, tracking_url: str = ""

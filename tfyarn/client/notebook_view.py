@@ -274,6 +274,7 @@ class NotebookView:
 
     def tracking(self, url: str) -> None:
         self.state.tracking_url = url
+        self._draw(force=True)
 
     def finished(self, outcome: str, diagnostics: str) -> None:
         self.state.final = outcome

@@ -227,6 +227,7 @@ def submit(
                 on_event=_both(view.event, tracker.event),
                 on_progress=view.progress,
                 on_status=_both(view.status, tracker.status),
+                on_link=_both(view.tracking, tracker.tracking),
                 spec=spec,
                 poll_interval=poll_interval,
             )

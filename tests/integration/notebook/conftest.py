@@ -64,11 +64,16 @@ class _Server:
             )
 
     def wait_up(self) -> None:
+        # /health answers before the tracking API has warmed up (its first
+        # call loads the store): wait for an API call too.
+        ask = "/api/2.0/mlflow/experiments/search?max_results=1"
         while True:
             try:
-                with urllib.request.urlopen(f"{self.uri}/health", timeout=2) as reply:
-                    if reply.status == 200:
-                        return
+                for path in ("/health", ask):
+                    with urllib.request.urlopen(self.uri + path, timeout=30) as reply:
+                        if reply.status != 200:
+                            raise OSError(f"{path}: {reply.status}")
+                return
             except OSError:
                 pass
             waited = time.monotonic() - self.started
