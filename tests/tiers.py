@@ -72,6 +72,11 @@ EXAMPLES = tuple(
 )
 EXAMPLES_HOME = "/var/tmp/tfyarn-tests/examples"
 EXAMPLES_PORT_OFFSET = "1700"
+# The notebook way in (tfyarn.run from a real Jupyter kernel, MLflow), on a
+# cluster of its own.
+NOTEBOOK = f"{INTEGRATION}/notebook"
+NOTEBOOK_HOME = "/var/tmp/tfyarn-tests/notebook"
+NOTEBOOK_PORT_OFFSET = "2400"
 # Where the recovery tier's cluster lives (.ci/run stops it whatever happens).
 SERVERS = f"{INTEGRATION}/servers"
 SERVERS_HOME = "/var/tmp/tfyarn-tests/servers"
@@ -94,6 +99,7 @@ TIERS = (
             *(f"--ignore={path}" for path in EXAMPLES),
             f"--ignore={ELASTIC}",
             f"--ignore={SERVERS}",
+            f"--ignore={NOTEBOOK}",
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
     ),
@@ -134,6 +140,15 @@ TIERS = (
         ),
     ),
     Tier(
+        "notebook",
+        (NOTEBOOK,),
+        "tfyarn.run from a real Jupyter kernel: results, remote errors, MLflow",
+        env=(
+            ("TFYARN_CLUSTER_HOME", NOTEBOOK_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", NOTEBOOK_PORT_OFFSET),
+        ),
+    ),
+    Tier(
         "secure",
         (f"{INTEGRATION}/secure",),
         "Kerberos: a KDC, tokens and their renewal",
@@ -163,7 +178,8 @@ TIERS = (
 # computes. ha_secure and the 3.1.1 cluster share ports (+1500): one lane.
 LANES = (
     ("plain",),
-    ("examples", "versions", "ha_secure", "servers"),
+    ("examples", "versions", "ha_secure"),
+    ("servers", "notebook"),
     ("unit", "multihost"),
     ("recovery",),
     ("secure", "ha", "elastic"),

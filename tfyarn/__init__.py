@@ -16,6 +16,7 @@ _EXPORTS = {
     "status": "tfyarn._api",
     "submit": "tfyarn._api",
     "wait": "tfyarn._api",
+    "run": "tfyarn.client.function",
     "JobStatus": "tfyarn.client",
     "connect": "tfyarn.client",
     "list_jobs": "tfyarn.client",
@@ -26,6 +27,8 @@ _EXPORTS = {
     "HdfsError": "tfyarn.errors",
     "JobFailedError": "tfyarn.errors",
     "MasterUnavailableError": "tfyarn.errors",
+    "RemoteTaskError": "tfyarn.errors",
+    "ResultTooLargeError": "tfyarn.errors",
     "SpecError": "tfyarn.errors",
     "TfyarnError": "tfyarn.errors",
     "enable_hdfs": "tfyarn.hdfs",
@@ -60,12 +63,15 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from tfyarn._api import check, kill, logs, scale, status, submit, wait
     from tfyarn.client import JobStatus, connect, list_jobs
+    from tfyarn.client.function import run
     from tfyarn.client.servers import ServerSet, ServersRestartedError, servers
     from tfyarn.errors import (
         ClusterError,
         HdfsError,
         JobFailedError,
         MasterUnavailableError,
+        RemoteTaskError,
+        ResultTooLargeError,
         SpecError,
         TfyarnError,
     )

@@ -70,3 +70,45 @@ class JobFailedError(TfyarnError):
             f"{app_id} ended {final_status}.\n{diagnostics.strip()}\n"
             f"All task logs: {self.logs_command}"
         )
+
+
+class RemoteTaskError(JobFailedError):
+    """A function run by ``tfyarn.run`` raised in a task (the job then failed).
+
+    ``task`` (``"worker:1"``), ``attempt``, ``remote_type`` and the remote
+    ``remote_traceback`` are the task's; the original exception, when it
+    could be brought back, is this one's ``__cause__``.
+    """
+
+    def __init__(
+        self,
+        app_id: str,
+        final_status: str,
+        diagnostics: str,
+        *,
+        task: str,
+        attempt: int,
+        remote_type: str,
+        remote_message: str,
+        remote_traceback: str,
+    ) -> None:
+        self.task = task
+        self.attempt = attempt
+        self.remote_type = remote_type
+        self.remote_message = remote_message
+        self.remote_traceback = remote_traceback
+        JobFailedError.__init__(self, app_id, final_status, diagnostics)
+        message = (
+            f"{remote_type}: {remote_message} (in task {task}, attempt {attempt}; "
+            f"{app_id} ended {final_status})\n\nRemote traceback ({task}, attempt "
+            f"{attempt}):\n{remote_traceback.rstrip()}\n\nAll task logs: "
+            f"{self.logs_command}"
+        )
+        self.args = (message,)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ResultTooLargeError(TfyarnError):
+    """The function's return value was larger than ``tfyarn.run`` brings back."""

@@ -101,6 +101,9 @@ def test_every_job_option_is_a_jobspec_field_and_client_options_are_not() -> Non
         "principal",
         "keytab",
         "python_env_compression",
+        "mlflow",
+        "mlflow_experiment",
+        "mlflow_parent",
     }
     for key in _options.schema():
         if key in client:

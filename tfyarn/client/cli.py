@@ -29,6 +29,7 @@ from tfyarn.client import (
     jobs,
     kerberos,
     livelogs,
+    mlflow_run,
     narrator,
     request_view,
     submission,
@@ -38,7 +39,7 @@ from tfyarn.client.compile import to_skein
 from tfyarn.client.follow import follow, wait
 from tfyarn.client.progressview import LiveView
 from tfyarn.client.scale import scale as scale_job
-from tfyarn.errors import ClusterError
+from tfyarn.errors import ClusterError, JobFailedError
 from tfyarn.spec import JobSpec
 
 # Script arguments that are tfyarn options too but also common in training
@@ -358,6 +359,7 @@ def _checked(ns: argparse.Namespace) -> tuple[JobSpec, config.ClientOptions]:
     spec = submission.check(
         ns.script, args=ns.args, config_file=ns.config, cluster=False, **options
     )
+    mlflow_run.settings(own)  # --mlflow without MLflow installed: refused here
     return spec, own
 
 
@@ -371,24 +373,41 @@ def _submit(ns: argparse.Namespace) -> int:
 
     with connection.login_as(own.login), connection.connect() as yarn:
         submission.check_cluster(yarn, spec, python_given=own.python_given)
+        tracker = mlflow_run.start(
+            mlflow_run.settings(own), spec, source=spec.script, script_args=spec.args
+        )
         app_id = submission.submit_spec(
             yarn, spec, compression=own.python_env_compression
         )
         print(submitted_text(app_id, next_steps(app_id)), flush=True)
+        tracker.submitted(app_id)
         if own.detach:
+            tracker.detached(app_id)
             return 0
         view = LiveView(sys.stdout)
+
+        def event(line: str) -> None:
+            view.event(line)
+            tracker.event(line)
+
         try:
-            follow(
+            status = follow(
                 yarn,
                 app_id,
-                on_event=view.event,
+                on_event=event,
                 on_progress=view.progress,
+                on_status=tracker.status,
+                on_link=tracker.tracking,
                 spec=spec,
                 poll_interval=own.poll_interval,
             )
+            tracker.finished(status.outcome, status.diagnostics, status.tracking_url)
+        except JobFailedError as failed:
+            tracker.finished(failed.final_status, failed.diagnostics)
+            raise
         except KeyboardInterrupt:
             view.close()
+            tracker.detached(app_id)
             print(
                 f"\nStopped following {app_id}; the job keeps running.\n"
                 f"  follow it again: tfyarn status --follow {app_id}\n"

@@ -217,6 +217,11 @@ class ClientOptions:
     python_given: bool = False
     # gzip level of packed --python_env archives (0: a plain tar).
     python_env_compression: int = 1
+    # The MLflow run of the job (tfyarn.client.mlflow_run): tracking URI
+    # ("env": MLFLOW_TRACKING_URI), experiment, parent run id.
+    mlflow: str = ""
+    mlflow_experiment: str = ""
+    mlflow_parent: str = ""
 
     @property
     def login(self) -> Login:
@@ -234,6 +239,9 @@ def client_options(config: Mapping[str, Any]) -> ClientOptions:
         keytab=str(Path(keytab).expanduser().absolute()) if keytab else "",
         python_given=bool(config["python"]),
         python_env_compression=int(config["python_env_compression"]),
+        mlflow=str(config.get("mlflow") or ""),
+        mlflow_experiment=str(config.get("mlflow_experiment") or ""),
+        mlflow_parent=str(config.get("mlflow_parent") or ""),
     )
 
 

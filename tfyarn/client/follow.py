@@ -12,11 +12,13 @@ from tfyarn.client.jobs import (
     JobStatus,
     app_client,
     read_master_status,
+    read_record,
     read_summary,
     status_from_report,
 )
 from tfyarn.client.narrator import Narrator
 from tfyarn.client.progressview import Progress, lead_progress
+from tfyarn.contract.status import JobStatus as MasterStatus
 from tfyarn.contract.status import JobSummary
 from tfyarn.errors import JobFailedError
 from tfyarn.spec import JobSpec
@@ -74,18 +76,39 @@ def wait(
     --------
     >>> tfyarn.wait("application_1700000000000_0001", on_event=print)  # doctest: +SKIP
     """
+    from tfyarn.client import notebook_view
+
     app_id = check_app_id(app_id)
     if poll_interval is None:
         poll_interval = config.client_options(config.load()).poll_interval
+    # Inside Jupyter (and no on_event): the live view in the cell.
+    view = notebook_view.for_follow(on_event, live=False)
+    view.submitted(app_id)
+
+    def progress(p: Progress) -> None:
+        view.progress(p)
+        if on_progress is not None:
+            on_progress(p)
+
     with opened(client) as yarn:
-        return follow(
-            yarn,
-            app_id,
-            on_event=on_event,
-            timeout=timeout,
-            poll_interval=poll_interval,
-            on_progress=on_progress,
-        )
+        try:
+            status = follow(
+                yarn,
+                app_id,
+                on_event=view.event,
+                timeout=timeout,
+                poll_interval=poll_interval,
+                on_progress=progress,
+                on_status=view.status,
+                on_link=view.tracking,
+            )
+        except JobFailedError as failed:
+            view.finished(failed.final_status, failed.diagnostics)
+            raise
+        finally:
+            view.close()
+    view.finished(status.outcome, status.diagnostics)
+    return status
 
 
 def follow(
@@ -97,11 +120,15 @@ def follow(
     timeout: float | None = None,
     spec: JobSpec | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    on_status: Callable[[MasterStatus], None] | None = None,
+    on_link: Callable[[str], None] | None = None,
 ) -> JobStatus:
     """:func:`wait` on an open client; with ``spec``, bound the wait for YARN to start it.
 
     ``on_progress`` gets the lead task's progress at each poll once it reports
-    steps. A job above :data:`SUMMARY_ABOVE` tasks whose master publishes a
+    steps; ``on_status`` every snapshot read (a notebook's per-task view,
+    an MLflow run's metrics), ``on_link`` the tracking page's URL once YARN
+    gives one. A job above :data:`SUMMARY_ABOVE` tasks whose master publishes a
     summary (``tfyarn.summary``) is read in full only when the summary says
     something a narrator would tell changed.
     """
@@ -117,6 +144,7 @@ def follow(
     pending_since = start  # when the app last entered a not-yet-running state
     warned = False
     app = None
+    link = ""  # the tracking page's URL told to on_link
     try:
         while True:
             report = ask(app_id, lambda: yarn.application_report(app_id))
@@ -135,8 +163,21 @@ def follow(
                 status = status_from_report(
                     report, None, python=python, python_env=shipped
                 )
+                if on_status is not None:
+                    # The tasks' last states and steps, which the last poll
+                    # may have missed: the master's final record.
+                    final = read_record(status.user, app_id).status
+                    if final is not None:
+                        on_status(final)
+                        progress = lead_progress(final)
+                        if progress is not None and on_progress is not None:
+                            on_progress(progress)
                 return finish(status, say)
             waited = time.monotonic() - start
+            url = str(getattr(report, "tracking_url", "") or "")
+            if on_link is not None and state == "RUNNING" and url and url != link:
+                link = url
+                on_link(url)
             if state == "RUNNING":
                 if app is None:
                     app = app_client(yarn, app_id)
@@ -148,6 +189,8 @@ def follow(
                 else:
                     master = read_master_status(app) if app else None
                     if master:
+                        if on_status is not None:
+                            on_status(master)
                         for line in narrator.update(master):
                             say(line)
                         # Ours, not the summary's: the summary may be newer

@@ -107,6 +107,17 @@ class JobStatus:
             return "FAILED"
         return self.final_status
 
+    def _repr_html_(self) -> str:
+        """A notebook cell's view: state, links, tasks, diagnostics."""
+        from tfyarn.client.cell_views import status_html
+
+        return status_html(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        from tfyarn.client.cell_views import status_text
+
+        p.text(status_text(self))
+
     def to_dict(self) -> dict[str, Any]:
         """Plain values (``tfyarn status --json``)."""
         out = {k: v for k, v in self.__dict__.items() if k != "master"}

@@ -11,8 +11,9 @@ from tfyarn.client import config, master_code, preflight, pyenv
 from tfyarn.client.compile import to_skein
 from tfyarn.client.connection import last_login, login_as, opened, yarn_errors
 from tfyarn.client.fit import check_fits
-from tfyarn.client.follow import follow
+from tfyarn.client.follow import follow as follow_job
 from tfyarn.client.keytab import ship_keytab
+from tfyarn.errors import JobFailedError
 from tfyarn.spec import JobSpec
 
 
@@ -143,6 +144,7 @@ def submit(
     wait: bool = False,
     on_event: Callable[[str], None] | None = None,
     client: Any | None = None,
+    follow: bool = False,
     **options: Any,
 ) -> str:
     """Submit a TensorFlow job to YARN.
@@ -165,6 +167,10 @@ def submit(
         every ``poll_interval`` seconds (a client option of the config).
     on_event
         With ``wait=True``: called with each progress line.
+    follow
+        ``wait=True`` with the live view: in a Jupyter notebook one display
+        updated in place, on a terminal the command line's view. (Inside
+        Jupyter ``wait=True`` shows it too, unless ``on_event`` is given.)
     client
         An open :func:`connect` client to reuse.
     **options
@@ -196,17 +202,61 @@ def submit(
     >>> tfyarn.wait(app_id).final_status                            # doctest: +SKIP
     'SUCCEEDED'
     """
+    from tfyarn.client import mlflow_run, notebook_view
+
     cfg = config.load(config_file, options)
     own = config.client_options(cfg)
+    tracking = mlflow_run.settings(own)
     poll_interval = own.poll_interval
     with login_as(own.login), opened(client) as yarn:
         spec = check(script, args=args, config_file=config_file, client=yarn, **options)
+        tracker = mlflow_run.start(
+            tracking, spec, source=spec.script, script_args=spec.args
+        )
         app_id = submit_spec(yarn, spec, compression=own.python_env_compression)
-        if wait:
-            follow(
-                yarn, app_id, on_event=on_event, spec=spec, poll_interval=poll_interval
+        tracker.submitted(app_id)
+        if not (wait or follow):
+            tracker.detached(app_id)
+            return app_id
+        view = notebook_view.for_follow(on_event, live=follow, title=spec.name)
+        view.submitted(app_id)
+        try:
+            status = follow_job(
+                yarn,
+                app_id,
+                on_event=_both(view.event, tracker.event),
+                on_progress=view.progress,
+                on_status=_both(view.status, tracker.status),
+                on_link=_both(view.tracking, tracker.tracking),
+                spec=spec,
+                poll_interval=poll_interval,
             )
+        except KeyboardInterrupt:
+            view.close()
+            tracker.detached(app_id)
+            print(
+                f"\nStopped following {app_id}; the job keeps running.\n"
+                f"  follow it again: tfyarn.wait({app_id!r})\n"
+                f"  kill it:         tfyarn.kill({app_id!r})",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise
+        except JobFailedError as failed:
+            view.finished(failed.final_status, failed.diagnostics)
+            tracker.finished(failed.final_status, failed.diagnostics)
+            raise
+        view.finished(status.outcome, status.diagnostics)
+        tracker.finished(status.outcome, status.diagnostics, status.tracking_url)
     return app_id
+
+
+def _both(*calls: Callable[[Any], None]) -> Callable[[Any], None]:
+    def call(value: Any) -> None:
+        for c in calls:
+            c(value)
+
+    return call
 
 
 def submit_spec(yarn: Any, spec: JobSpec, *, compression: int = 1) -> str:

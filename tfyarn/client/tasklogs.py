@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfyarn.client import nodelogs
+from tfyarn.client.cell_views import TaskLogs
 from tfyarn.client.connection import (
     NO_CLUSTER,
     check_app_id,
@@ -110,7 +111,8 @@ def logs(
     Returns
     -------
     list of TaskLog
-        One entry per container and log file, master first.
+        One entry per container and log file, master first (a list that a
+        notebook cell shows task by task).
 
     Raises
     ------
@@ -151,8 +153,8 @@ def logs(
         if not chosen:
             labels = sorted({e.task for e in entries})
             raise TfyarnError(f"no logs for task {task!r}; tasks with logs: {labels}")
-        return chosen
-    return entries
+        return TaskLogs(chosen)
+    return TaskLogs(entries)
 
 
 def _from_nodes(app_id: str, client: Any | None, failed: YarnLogsError) -> str:
