@@ -31,6 +31,19 @@ DEFAULT_VERSION = "3.4.3"
 #: javax/activation/DataSource`` on Java 11 and 17 alike.
 JAVAX_ACTIVATION = "javax-activation"
 
+#: Java 9+ flags for Hadoop 3.1's Kerberos code. Its ``KerberosUtil``
+#: (hadoop-auth) reads the default realm and the GSS OIDs by reflection on
+#: the JDK's ``sun.security.krb5.Config`` and ``sun.security.jgss.GSSUtil``,
+#: which Java 17 no longer exports: every secure daemon dies at start with
+#: ``IllegalArgumentException: Can't get Kerberos realm`` (caused by
+#: ``KerberosUtil cannot access class sun.security.krb5.Config (in module
+#: java.security.jgss)``). Later lines ask ``javax.security.auth.kerberos``
+#: instead. Harmless on a cluster without Kerberos.
+KERBEROS_INTERNALS = tuple(
+    f"--add-exports=java.security.jgss/{package}=ALL-UNNAMED"
+    for package in ("sun.security.krb5", "sun.security.jgss")
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class KnownVersion:
@@ -48,6 +61,9 @@ class KnownVersion:
         JDK major versions the cluster and jobs ran on here.
     maven_profiles : tuple of str
         Profiles of ``conf/hadoop/pom.xml`` the fetch activates.
+    java9_flags : tuple of str
+        Flags every JVM of the cluster (daemons, CLIs, containers) needs on
+        Java 9 and newer, beside those all versions get.
     notes : str
         What is known to differ or not to work.
     """
@@ -57,6 +73,7 @@ class KnownVersion:
     shipped_by: str
     java_tested: tuple[int, ...]
     maven_profiles: tuple[str, ...] = ()
+    java9_flags: tuple[str, ...] = ()
     notes: str = ""
 
 
@@ -92,6 +109,7 @@ KNOWN: Mapping[str, KnownVersion] = {
             "Apache 3.1 (end of life)",
             java_tested=(17,),
             maven_profiles=(JAVAX_ACTIVATION,),
+            java9_flags=KERBEROS_INTERNALS,
             notes="upstream supports Java 8 only on this line; needs "
             "javax.activation-api on Java 11+; no totalResource in the "
             "ResourceManager's node report",
@@ -102,6 +120,7 @@ KNOWN: Mapping[str, KnownVersion] = {
             "Cloudera CDP 7.1.x, Hortonworks HDP 3.1",
             java_tested=(11, 17),
             maven_profiles=(JAVAX_ACTIVATION,),
+            java9_flags=KERBEROS_INTERNALS,
             notes="as 3.1.4; the NodeManager logs a harmless 'Unknown event "
             "arrived at ContainerScheduler: RECOVERY_COMPLETED' at start",
         ),
