@@ -92,7 +92,8 @@ KNOWN: Mapping[str, KnownVersion] = {
             "3.3",
             "Amazon EMR 7.0-7.2, Google Dataproc 2.3",
             java_tested=(17,),
-            notes="nothing known to differ",
+            notes="the GPU plugin refuses a discovery path that ends in "
+            "nvidia-smi (tfyarn gives it the directory)",
         ),
         KnownVersion(
             "3.2.4",
@@ -122,7 +123,9 @@ KNOWN: Mapping[str, KnownVersion] = {
             maven_profiles=(JAVAX_ACTIVATION,),
             java9_flags=KERBEROS_INTERNALS,
             notes="as 3.1.4; the NodeManager logs a harmless 'Unknown event "
-            "arrived at ContainerScheduler: RECOVERY_COMPLETED' at start",
+            "arrived at ContainerScheduler: RECOVERY_COMPLETED' at start; "
+            "Kerberos on Java 9+ needs the JDK's krb5 internals exported "
+            "(tfyarn does); no /isActive servlet (HA states read from JMX)",
         ),
     )
 }
