@@ -9,7 +9,6 @@ runtime imports, so the environments are small and quick to build.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import re
 import shutil
 import subprocess
@@ -22,43 +21,25 @@ from helpers import REPO
 BIG = {"tensorflow-cpu", "tensorboard", "pyarrow"}
 
 
-# C++ headers for building custom ops, half of TensorFlow's 22,000 files: a
-# NodeManager without Hadoop's native library forks a chmod per file it
-# unpacks (Hadoop 3.1's FSDownload), so every file costs.
-HEADERS = ("tensorflow/include/",)
-
-
 def _name(requirement: str) -> str:
     return re.split(r"[ ;<>=!~\[(]", requirement, maxsplit=1)[0]
 
 
-def _left_out(full: bool, tensorflow: bool) -> set[str]:
-    if full:
-        return set()
-    return BIG - {"tensorflow-cpu"} if tensorflow else BIG
-
-
-def requirements(*, full: bool = False, tensorflow: bool = False) -> list[str]:
+def requirements(*, full: bool = False) -> list[str]:
     """tfyarn's own requirements (its installed metadata), without extras."""
     kept = [
         r for r in importlib.metadata.requires("tfyarn") or [] if "extra ==" not in r
     ]
-    left_out = _left_out(full, tensorflow)
-    return [r for r in kept if _name(r) not in left_out]
+    return kept if full else [r for r in kept if _name(r) not in BIG]
 
 
-def distributions(
-    *, full: bool = False, tensorflow: bool = False
-) -> list[importlib.metadata.Distribution]:
-    """The installed distributions of :func:`requirements`, with theirs
-    (``tensorflow``: TensorFlow too, without TensorBoard, which it only
-    imports for summaries)."""
+def distributions(*, full: bool = False) -> list[importlib.metadata.Distribution]:
+    """The installed distributions of :func:`requirements`, with theirs."""
     seen: dict[str, importlib.metadata.Distribution] = {}
-    left_out = _left_out(full, tensorflow)
-    todo = [_name(r) for r in requirements(full=full, tensorflow=tensorflow)]
+    todo = [_name(r) for r in requirements(full=full)]
     while todo:
         name = todo.pop().lower().replace("_", "-")
-        if name in seen or name in left_out:
+        if name in seen:
             continue
         dist = importlib.metadata.distribution(name)
         seen[name] = dist
@@ -80,12 +61,11 @@ def tfyarn_sources(where: Path) -> Path:
     return where
 
 
-def small_venv(where: Path, *, tensorflow: bool = False) -> Path:
+def small_venv(where: Path) -> Path:
     """A virtualenv at ``where`` holding tfyarn as this session has it installed
     (editable: its ``.pth`` points at the checkout) and :func:`distributions`,
     their files copied from this session's environment: what ``--python_env
-    auto`` packs when the client runs from it, about 80 MB instead of 2 GB
-    (``tensorflow``: with TensorFlow but not its C++ headers, 1.2 GB)."""
+    auto`` packs when the client runs from it, about 80 MB instead of 2 GB."""
     subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", str(where)],
         check=True,
@@ -94,22 +74,13 @@ def small_venv(where: Path, *, tensorflow: bool = False) -> Path:
     )
     site = where / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
     site = site / "site-packages"
-    own = importlib.metadata.distribution("tfyarn")
-    for dist in [*distributions(tensorflow=tensorflow), own]:
+    for dist in [*distributions(), importlib.metadata.distribution("tfyarn")]:
         for file in dist.files or []:
             if str(file).startswith(".."):  # scripts in bin/: not imported
-                continue
-            if str(file).startswith(HEADERS):
                 continue
             source = Path(str(dist.locate_file(file)))
             if source.is_file():
                 target = site / file
                 target.parent.mkdir(parents=True, exist_ok=True)
-                if tensorflow:  # 1.2 GB: linked, not copied (nothing writes them)
-                    try:
-                        os.link(source, target)
-                        continue
-                    except OSError:
-                        pass
                 shutil.copy2(source, target)
     return where
