@@ -54,8 +54,9 @@ PROFILES = {"3.1.1": (True, True), "3.3.6": (True, HA_EVERYWHERE)}
 # Tokens end 60 s before this (tfyarn.contract.tokens.CLIENT_SLACK_S). The
 # NodeManager localizes a job's files with the submission's HDFS token, which
 # YARN renews but never past this: long enough to unpack a shipped
-# environment of tfyarn (80 MB) on a loaded machine.
-TOKEN_LIFETIME_S = 240
+# environment of tfyarn (80 MB) on a loaded machine, and for the failovers of
+# test_profile_job.py to be over before the master fetches fresh tokens.
+TOKEN_LIFETIME_S = 360
 
 
 def base_dir(version: str) -> Path:
