@@ -149,9 +149,20 @@ def test_a_job_is_scaled_then_stopped_gracefully(
     base = scratch(local_cluster, "elastic")
     args = ["--data", digits, "--checkpoint_dir", base + "/mwms", "--steps",
             "100000", "--checkpoint_every", "0"]  # fmt: skip
-    options = {"num_worker": 2, "max_restarts": 0, "stop_grace": STOP_GRACE,
-               "worker_memory": "768 MiB"}  # fmt: skip
-    with running_job(yarn, EXAMPLES / "mwms_graceful.py", args=args, **options) as job:
+    # With the keytab: the job may outlive the cluster's short tokens.
+    kerberos = local_cluster.secure()
+    done = run_cli(
+        "submit", "--detach", "--num_worker", "2", "--max_restarts", "0",
+        "--stop_grace", str(STOP_GRACE), "--worker_memory", "768m",
+        "--principal", kerberos.user_principal, "--keytab", str(kerberos.user_keytab),
+        str(EXAMPLES / "mwms_graceful.py"), *args,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    found = re.search(r"application_\d+_\d+", done.stdout)
+    assert found, done.stdout
+    job = Job(found.group(0), yarn)
+    try:
         _wait_for_workers(job, 2)
         scaled = run_cli("scale", job.app_id, "--num_worker", "3")
         assert scaled.returncode == 0, scaled.stderr
@@ -168,6 +179,9 @@ def test_a_job_is_scaled_then_stopped_gracefully(
         final = job.wait_for_end(timeout=180)
         assert final.outcome == "KILLED", final.diagnostics
         text = job.logs("worker:0")
+    finally:
+        if not client.status(job.app_id, client=yarn).done:
+            client.kill(job.app_id, client=yarn)
     # One save when scaled, one when stopped; each generation starts where
     # the one before saved.
     starts, saved = _numbers(text, "start_step"), _numbers(text, "saved_at")
