@@ -171,11 +171,13 @@ TIERS = (
     Tier(
         "versions",
         (f"{INTEGRATION}/versions",),
-        "other Hadoop lines (3.1.1, 3.3.6): jobs, logs, HDFS, kill, a replaced task",
+        "other Hadoop lines in production's profiles (3.1.1 Kerberos + HA, "
+        "3.3.6 Kerberos): a keytab job with a shipped environment, failovers, "
+        "token expiry, scale, graceful kill, GPUs",
     ),
 )
 # Five lanes on two cores: each tier's cluster waits on YARN more than it
-# computes. ha_secure and the 3.1.1 cluster share ports (+1500): one lane.
+# computes.
 LANES = (
     ("plain",),
     ("examples", "versions", "ha_secure"),

@@ -61,6 +61,25 @@ def test_java_8_gets_no_add_opens_flags(
     )
     assert _hadoop.java_major_version(tmp_path / "jdk8") == 8
     assert _hadoop.java_module_flags(tmp_path / "jdk8") == ()
+    assert _hadoop.java_module_flags(tmp_path / "jdk8", "3.1.1") == ()
+
+
+def test_hadoop_3_1_gets_the_jdk_kerberos_internals_on_java_9_and_newer(
+    tmp_path: Path,
+) -> None:
+    fake_tool(
+        tmp_path / "jdk17" / "bin", "java", "echo 'openjdk version \"17.0.9\"' >&2\n"
+    )
+    jdk = tmp_path / "jdk17"
+    krb5 = "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED"
+    jgss = "--add-exports=java.security.jgss/sun.security.jgss=ALL-UNNAMED"
+    for version in ("3.1.1", "3.1.4"):
+        flags = _hadoop.java_module_flags(jdk, version)
+        assert flags[: len(_hadoop.ADD_OPENS)] == _hadoop.ADD_OPENS
+        assert krb5 in flags and jgss in flags, version
+    # Later lines read the realm through javax.security.auth.kerberos.
+    for version in ("3.4.3", "3.3.6", "3.2.4"):
+        assert _hadoop.java_module_flags(jdk, version) == _hadoop.ADD_OPENS
 
 
 @pytest.fixture

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import http.server
 import ipaddress
+import json
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -233,6 +235,51 @@ def test_is_active_reads_hadoops_answer(
     assert _probe.is_active(port) is None
     with _closed_port() as closed:
         assert _probe.is_active(closed, timeout=1) is None
+
+
+@pytest.fixture
+def hadoop_3_1_server() -> Iterator[tuple[int, dict[str, Any]]]:
+    """A Hadoop 3.1 daemon's web server: no /isActive (404), its HA state in
+    the NameNode's JMX or the ResourceManager's cluster info (``answers``)."""
+    answers: dict[str, Any] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?")[0]
+            body = answers.get(path)
+            self.send_response(404 if body is None else 200)
+            self.end_headers()
+            if body is not None:
+                self.wfile.write(json.dumps(body).encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], answers
+    finally:
+        server.shutdown()
+
+
+def test_is_active_without_the_servlet_asks_jmx_or_cluster_info(
+    hadoop_3_1_server: tuple[int, dict[str, Any]],
+) -> None:
+    port, answers = hadoop_3_1_server
+    assert _probe.is_active(port) is None  # nothing says anything
+    bean = {"name": "Hadoop:service=NameNode,name=NameNodeStatus", "State": "standby"}
+    answers["/jmx"] = {"beans": [bean]}
+    assert _probe.is_active(port) is False
+    bean["State"] = "active"
+    assert _probe.is_active(port) is True
+    # A ResourceManager: its JMX has no NameNode bean.
+    answers["/jmx"] = {"beans": []}
+    answers["/ws/v1/cluster/info"] = {"clusterInfo": {"haState": "STANDBY"}}
+    assert _probe.is_active(port) is False
+    answers["/ws/v1/cluster/info"] = {"clusterInfo": {"haState": "ACTIVE"}}
+    assert _probe.is_active(port) is True
 
 
 def _closed_port() -> _ClosedPort:

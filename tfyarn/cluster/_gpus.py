@@ -80,9 +80,10 @@ def yarn_properties(settings: ClusterSettings, node_dir: Path) -> str:
     props = {
         prefix: "yarn.io/gpu",
         f"{prefix}.gpu.allowed-gpu-devices": "auto",
-        f"{prefix}.gpu.path-to-discovery-executables": str(
-            gpu_dir(node_dir) / EXECUTABLE
-        ),
+        # The directory, which every line looks into for nvidia-smi: 3.3's
+        # GpuDiscoverer refuses a path that names nvidia-smi itself (its
+        # check of the file name is inverted; 3.1 and 3.4 take either).
+        f"{prefix}.gpu.path-to-discovery-executables": str(gpu_dir(node_dir)),
         # Hadoop stops calling a failing nvidia-smi after 10 errors; here it
         # keeps calling, so a node mended by a test is seen again.
         f"{prefix}.gpu.discovery-max-errors": "-1",

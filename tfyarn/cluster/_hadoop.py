@@ -130,9 +130,14 @@ def process_java_home(pid: int) -> Path | None:
     return exe.parent.parent if exe.name == "java" else None
 
 
-def java_module_flags(java_home: Path) -> tuple[str, ...]:
-    """``--add-opens`` flags on Java 9+, nothing on Java 8."""
-    return ADD_OPENS if java_major_version(java_home) >= 9 else ()
+def java_module_flags(
+    java_home: Path, version: str = DEFAULT_VERSION
+) -> tuple[str, ...]:
+    """``--add-opens`` flags (and those ``version``'s line needs) on Java 9+,
+    nothing on Java 8."""
+    if java_major_version(java_home) < 9:
+        return ()
+    return (*ADD_OPENS, *_versions.lookup(version).java9_flags)
 
 
 def install_dir(version: str = DEFAULT_VERSION) -> Path:

@@ -57,7 +57,12 @@ def is_active(
 ) -> bool | None:
     """Whether the NameNode or ResourceManager on ``port`` is its pair's active
     member (Hadoop's ``/isActive``: 200 when active, 405 when standby); None
-    when it does not answer."""
+    when it does not answer.
+
+    Hadoop 3.1 has no ``/isActive`` (404; a standby ResourceManager first
+    redirects to the active one's): there the NameNode's JMX and the
+    ResourceManager's cluster info say it (:func:`ha_state`).
+    """
     scheme = "https" if https else "http"
     context = _unverified() if https else None
     try:
@@ -66,9 +71,36 @@ def is_active(
         ) as response:
             return bool(response.status == 200)
     except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            state = ha_state(port, host, https=https, timeout=timeout)
+            return None if state is None else state == "active"
         return False if exc.code == 405 else None
     except (OSError, ValueError, urllib.error.URLError):
         return None
+
+
+def ha_state(
+    port: int,
+    host: str = "127.0.0.1",
+    *,
+    https: bool = False,
+    timeout: float = TIMEOUT_S,
+) -> str | None:
+    """``active``, ``standby`` (lower case) from the NameNode's
+    ``NameNodeStatus`` bean or else the ResourceManager's cluster info; None
+    when neither answers."""
+
+    def ask(path: str) -> Any | None:
+        return get_json(port, path, host=host, https=https, timeout=timeout)
+
+    jmx = ask("/jmx?qry=Hadoop:service=NameNode,name=NameNodeStatus")
+    beans = jmx.get("beans") if isinstance(jmx, dict) else None
+    if beans:
+        return str(beans[0].get("State", "")).lower() or None
+    info = ask("/ws/v1/cluster/info")
+    if isinstance(info, dict) and "clusterInfo" in info:
+        return str(info["clusterInfo"].get("haState", "")).lower() or None
+    return None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,6 +27,19 @@ DEFAULT_VERSION = "3.4.3"
 #: javax/activation/DataSource`` on Java 11 and 17 alike.
 JAVAX_ACTIVATION = "javax-activation"
 
+#: Java 9+ flags for Hadoop 3.1's Kerberos code. Its ``KerberosUtil``
+#: (hadoop-auth) reads the default realm and the GSS OIDs by reflection on
+#: the JDK's ``sun.security.krb5.Config`` and ``sun.security.jgss.GSSUtil``,
+#: which Java 17 no longer exports: every secure daemon dies at start with
+#: ``IllegalArgumentException: Can't get Kerberos realm`` (caused by
+#: ``KerberosUtil cannot access class sun.security.krb5.Config (in module
+#: java.security.jgss)``). Later lines ask ``javax.security.auth.kerberos``
+#: instead. Harmless on a cluster without Kerberos.
+KERBEROS_INTERNALS = tuple(
+    f"--add-exports=java.security.jgss/{package}=ALL-UNNAMED"
+    for package in ("sun.security.krb5", "sun.security.jgss")
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class KnownVersion:
@@ -44,6 +57,9 @@ class KnownVersion:
         JDK major versions the cluster and jobs ran on here.
     maven_profiles : tuple of str
         Profiles of ``conf/hadoop/pom.xml`` the fetch activates.
+    java9_flags : tuple of str
+        Flags every JVM of the cluster (daemons, CLIs, containers) needs on
+        Java 9 and newer, beside those all versions get.
     notes : str
         What is known to differ or not to work.
     """
@@ -53,6 +69,7 @@ class KnownVersion:
     shipped_by: str
     java_tested: tuple[int, ...]
     maven_profiles: tuple[str, ...] = ()
+    java9_flags: tuple[str, ...] = ()
     notes: str = ""
 
 
@@ -71,7 +88,8 @@ KNOWN: Mapping[str, KnownVersion] = {
             "3.3",
             "Amazon EMR 7.0-7.2, Google Dataproc 2.3",
             java_tested=(17,),
-            notes="nothing known to differ",
+            notes="the GPU plugin refuses a discovery path that ends in "
+            "nvidia-smi (tfyarn gives it the directory)",
         ),
         KnownVersion(
             "3.2.4",
@@ -88,6 +106,7 @@ KNOWN: Mapping[str, KnownVersion] = {
             "Apache 3.1 (end of life)",
             java_tested=(17,),
             maven_profiles=(JAVAX_ACTIVATION,),
+            java9_flags=KERBEROS_INTERNALS,
             notes="upstream supports Java 8 only on this line; needs "
             "javax.activation-api on Java 11+; no totalResource in the "
             "ResourceManager's node report",
@@ -98,8 +117,11 @@ KNOWN: Mapping[str, KnownVersion] = {
             "Cloudera CDP 7.1.x, Hortonworks HDP 3.1",
             java_tested=(11, 17),
             maven_profiles=(JAVAX_ACTIVATION,),
+            java9_flags=KERBEROS_INTERNALS,
             notes="as 3.1.4; the NodeManager logs a harmless 'Unknown event "
-            "arrived at ContainerScheduler: RECOVERY_COMPLETED' at start",
+            "arrived at ContainerScheduler: RECOVERY_COMPLETED' at start; "
+            "Kerberos on Java 9+ needs the JDK's krb5 internals exported "
+            "(tfyarn does); no /isActive servlet (HA states read from JMX)",
         ),
     )
 }

@@ -231,7 +231,8 @@ class LocalCluster(Rehearsals):
         java_home = _hadoop.find_java_home()
         path = os.environ.get("PATH", "")
         parts = [p for p in path.split(os.pathsep) if p and p != str(self.bin_dir)]
-        flags = [*_render.CLI_JVM_FLAGS, *_hadoop.java_module_flags(java_home)]
+        version = self.settings().hadoop_version
+        flags = [*_render.CLI_JVM_FLAGS, *_hadoop.java_module_flags(java_home, version)]
         secure = self.secure() if self.settings().secure else None
         if secure:  # Java ignores KRB5_CONFIG: the driver needs the flag
             flags += secure.java_flags()
@@ -460,7 +461,7 @@ class LocalCluster(Rehearsals):
     def _daemon_java(self, settings: ClusterSettings) -> tuple[Path, tuple[str, ...]]:
         """The JDK and the flags every daemon's JVM of ``settings`` starts with."""
         java_home = _hadoop.find_java_home()
-        module_flags = _hadoop.java_module_flags(java_home)
+        module_flags = _hadoop.java_module_flags(java_home, settings.hadoop_version)
         if settings.secure:  # daemons, CLIs and (JDK_JAVA_OPTIONS) containers' JVMs
             module_flags = (*module_flags, *self.secure(settings).java_flags())
         return java_home, module_flags
@@ -520,9 +521,8 @@ class LocalCluster(Rehearsals):
         """The environment of ``yarn``/``hdfs`` commands run for the cluster
         (on a secure one: its realm and the user's ticket, for ``haadmin``)."""
         java_home = _hadoop.find_java_home()
-        env = _daemons.daemon_env(
-            self.base_dir, java_home, _hadoop.java_module_flags(java_home)
-        )
+        flags = _hadoop.java_module_flags(java_home, self.settings().hadoop_version)
+        env = _daemons.daemon_env(self.base_dir, java_home, flags)
         if self.settings().secure:
             env.update(self.secure().env())
         return env

@@ -1,104 +1,97 @@
-"""tfyarn end to end on each Hadoop version's own cluster (see conftest.py).
+"""tfyarn end to end on each Hadoop version's cluster, in production's profile
+(see conftest.py: Kerberos on both, HA on 3.1.1).
 
-Per version: the cluster runs that version and reports its node's resources,
-``tfyarn data`` and TensorFlow's ``hdfs://`` plugin work against its HDFS, a
-ParameterServerStrategy job loses a worker and has it replaced, an all-reduce
-job trains, ``yarn logs`` and ``tfyarn logs`` read both jobs' logs, and
-``tfyarn kill`` ends a running job. Jobs are as small as proves the point.
+Per version: the cluster runs that version with Kerberos (and HA: both
+NameNodes and ResourceManagers up, one active), the user's ticket lists the
+name service and nothing else does; ``tfyarn data`` and TensorFlow's
+``hdfs://`` plugin work on it; the production job (test_profile_job.py)
+rides out failovers and its tokens' end; a job is scaled and stopped
+gracefully, and ``tfyarn kill`` ends one.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _faults import kill_task
-from _hdfs import hdfs_dir
-from helpers import EXAMPLES, Job, accuracy_from, run_cli, running_job
+from helpers import EXAMPLES, Job, run_cli, running_job
 
 from tfyarn import client
-from tfyarn.cluster import LocalCluster
+from tfyarn.cluster import LocalCluster, _gpus
 
-from .conftest import DATA
+from ._profile import lead_step, name_service, scratch
 
-pytestmark = [pytest.mark.yarn, pytest.mark.hdfs]
+pytestmark = [pytest.mark.yarn, pytest.mark.hdfs, pytest.mark.kerberos]
 
-MIN_ACCURACY = 0.9
-# Quick endings: ps and workers only serve once the lead is done.
-QUICK = {"stop_grace": 3, "worker_grace": 2}
-
-
-@pytest.fixture(scope="package")
-def digits(local_cluster: LocalCluster) -> str:
-    """The examples' data set, written with ``tfyarn data make-example``."""
-    made = run_cli("data", "make-example", DATA, timeout=300)
-    assert made.returncode == 0, made.stderr
-    return DATA
+# Time enough on a loaded two-core machine for every worker to reach the
+# step to save at and write the checkpoint to HDFS.
+STOP_GRACE = 60
 
 
-@pytest.fixture(scope="package")
-def base(local_cluster: LocalCluster) -> Iterator[str]:
-    yield from hdfs_dir()
+def run(
+    *argv: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(argv),
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
 
-def _logs_through_yarn(app_id: str, wanted: str, timeout: float = 60) -> str:
-    """``yarn logs -applicationId`` (the version's own CLI), once it holds
-    ``wanted``: aggregation may lag the job's end by a few seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        done = subprocess.run(
-            ["yarn", "logs", "-applicationId", app_id],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if wanted in done.stdout or time.monotonic() > deadline:
-            return done.stdout + done.stderr
-        time.sleep(2)
-
-
-def _check_logs(job: Job, task: str, log_type: str) -> None:
-    """The lead task's accuracy line through ``yarn logs`` and ``tfyarn logs``."""
-    through_yarn = _logs_through_yarn(job.app_id, "accuracy=")
-    assert f"LogType:{log_type}" in through_yarn, through_yarn[-2000:]
-    assert accuracy_from(through_yarn) >= MIN_ACCURACY
-    through_tfyarn = run_cli("logs", job.app_id, "--task", task)
-    assert through_tfyarn.returncode == 0, through_tfyarn.stderr
-    assert accuracy_from(through_tfyarn.stdout) >= MIN_ACCURACY
-
-
-def test_the_cluster_runs_its_version(
-    local_cluster: LocalCluster, version: str
+def test_the_cluster_runs_its_version_in_its_profile(
+    local_cluster: LocalCluster, version: str, tmp_path: Path
 ) -> None:
     status = local_cluster.status()
-    assert status.running
-    assert f"Hadoop {version} on JDK " in status.format()
-    # The node's total, read from this version's own node report.
-    (node,) = status.nodes or []
-    assert (node.memory_mb, node.vcores) == (8192, 8), node
-    printed = subprocess.run(
-        ["hadoop", "version"], capture_output=True, text=True, timeout=60, check=False
-    )
+    settings = local_cluster.settings()
+    assert status.running, status.format()
+    text = status.format()
+    assert f"Hadoop {version} on JDK " in text, text
+    assert status.kerberos and status.kerberos.realm, text
+    if settings.ha:
+        for daemon in ("namenode", "resourcemanager"):
+            states = sorted(status.ha[daemon].values())
+            assert states == ["active", "standby"], (daemon, status.ha)
+    printed = run("hadoop", "version")
     assert printed.stdout.startswith(f"Hadoop {version}\n"), printed
+    root = name_service(local_cluster) + "/"
+    listed = run("hdfs", "dfs", "-ls", root)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    empty = tmp_path / "empty-ccache"
+    empty.write_bytes(b"")
+    refused = run("hdfs", "dfs", "-ls", root, env={"KRB5CCNAME": f"FILE:{empty}"})
+    assert refused.returncode != 0
+    assert "Client cannot authenticate via:[TOKEN, KERBEROS]" in refused.stderr
 
 
-def test_data_cli_and_the_plugin_on_this_hdfs(digits: str, base: str) -> None:
-    counted = run_cli("data", "count", digits + "/train-*")
-    assert counted.returncode == 0, counted.stderr
-    assert "total" in counted.stdout
-    # TensorFlow's own file APIs through tfyarn's hdfs:// plugin.
+def test_yarns_gpu_plugin_finds_the_stand_in_devices(
+    local_cluster: LocalCluster,
+) -> None:
+    """The node's two GPUs reach the ResourceManager's node report only if
+    this version's GPU plugin ran the stand-in nvidia-smi and parsed its XML."""
+    (node,) = local_cluster.status().nodes or []
+    assert node.gpus == 2, node
+    log = local_cluster.base_dir / "logs" / "nodemanager.log"
+    assert not _gpus.nodemanager_gpu_error(log), _gpus.nodemanager_gpu_error(log)
+
+
+def test_data_cli_and_the_plugin_on_the_name_service(
+    local_cluster: LocalCluster,
+) -> None:
+    base = scratch(local_cluster, "plugin")
     code = f"""
         import tensorflow as tf, tfyarn
         tfyarn.enable_hdfs()
-        root = {base!r} + "/plugin"
+        root = {base!r}
         tf.io.gfile.makedirs(root)
         with tf.io.TFRecordWriter(root + "/part-0.tfrecord") as w:
             for i in range(3):
@@ -117,62 +110,90 @@ def test_data_cli_and_the_plugin_on_this_hdfs(digits: str, base: str) -> None:
         env=dict(os.environ),
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"plugin: ['{base}/plugin/part-1.tfrecord'] ['0', '1', '2']" in done.stdout
+    assert f"plugin: ['{base}/part-1.tfrecord'] ['0', '1', '2']" in done.stdout
+    counted = run_cli("data", "count", base + "/part-*.tfrecord")
+    assert counted.returncode == 0, counted.stderr
+    assert re.search(r"\b3  total", counted.stdout), counted.stdout
 
 
-def _wait_for_step(job: Job, task: str, step: int, timeout: float = 240) -> None:
+def _numbers(text: str, key: str) -> list[int]:
+    return [int(n) for n in re.findall(rf"^{key}=(\d+)\b", text, re.MULTILINE)]
+
+
+def _wait_for_workers(job: Job, workers: int, timeout: float = 180) -> int:
+    """Wait until ``workers`` workers run and the lead reported in that
+    generation; the lead's step then."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status = client.status(job.app_id, client=job.yarn)
-        assert not status.done, f"job ended early: {status.diagnostics}"
-        for t in status.master.tasks if status.master else []:
-            if t.task == task and t.step is not None and t.step >= step:
-                return
-        time.sleep(0.5)
-    pytest.fail(f"{task} did not reach step {step} within {timeout:.0f} s")
+        master = client.status(job.app_id, client=job.yarn).master
+        if master is not None and master.phase.value == "RUNNING":
+            mine = [t for t in master.tasks if t.role == "worker"]
+            lead = master.task(master.lead or "")
+            if (
+                len(mine) == workers
+                and all(t.state.value == "RUNNING" for t in mine)
+                and lead is not None
+                and lead.step is not None
+            ):
+                return lead.step
+        time.sleep(1)
+    raise AssertionError(f"{job.app_id} never ran with {workers} workers")
 
 
-def test_ps_strategy_job_has_a_killed_worker_replaced(
-    yarn: Any, digits: str, base: str
+@pytest.mark.slow
+def test_a_job_is_scaled_then_stopped_gracefully(
+    local_cluster: LocalCluster, yarn: Any, digits: str
 ) -> None:
-    args = ["--data", digits, "--checkpoint_dir", base + "/ps", "--steps", "300"]
-    with running_job(
-        yarn,
-        EXAMPLES / "ps_coordinator.py",
-        args=args,
-        num_chief=1,
-        num_ps=1,
-        num_worker=2,
-        max_restarts=2,
-        **QUICK,
-    ) as job:
-        _wait_for_step(job, "chief:0", 50)
-        kill_task(job.app_id, "worker:1")
-        final = job.wait(timeout=300)
-        assert final.succeeded, final.diagnostics
-        assert any("worker:1 replaced" in e for e in job.events), job.events
-        _check_logs(job, "chief:0", "chief.log")
-
-
-def test_all_reduce_job_trains(yarn: Any, digits: str, base: str) -> None:
-    args = ["--data", digits, "--checkpoint_dir", base + "/mwms", "--steps", "150"]
-    with running_job(
-        yarn,
-        EXAMPLES / "mwms_keras.py",
-        args=args,
-        num_worker=2,
-        max_restarts=0,
-        **QUICK,
-    ) as job:
-        final = job.wait(timeout=300)
-        assert final.succeeded, final.diagnostics
-        _check_logs(job, "worker:0", "worker.log")
+    """``tfyarn scale`` 2 -> 3 workers while it trains, then ``tfyarn kill
+    --graceful``: the workers save where they stopped, no step is trained twice."""
+    base = scratch(local_cluster, "elastic")
+    args = ["--data", digits, "--checkpoint_dir", base + "/mwms", "--steps",
+            "100000", "--checkpoint_every", "0"]  # fmt: skip
+    # With the keytab: the job may outlive the cluster's short tokens.
+    kerberos = local_cluster.secure()
+    done = run_cli(
+        "submit", "--detach", "--num_worker", "2", "--max_restarts", "0",
+        "--stop_grace", str(STOP_GRACE), "--worker_memory", "768m",
+        "--principal", kerberos.user_principal, "--keytab", str(kerberos.user_keytab),
+        str(EXAMPLES / "mwms_graceful.py"), *args,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    found = re.search(r"application_\d+_\d+", done.stdout)
+    assert found, done.stdout
+    job = Job(found.group(0), yarn)
+    try:
+        _wait_for_workers(job, 2)
+        scaled = run_cli("scale", job.app_id, "--num_worker", "3")
+        assert scaled.returncode == 0, scaled.stderr
+        assert "-> 3 workers" in scaled.stdout, scaled.stdout
+        step = _wait_for_workers(job, 3, timeout=360)  # three TensorFlow starts
+        deadline = time.monotonic() + 120
+        while lead_step(job) < step + 5:
+            assert time.monotonic() < deadline, "no progress with 3 workers"
+            time.sleep(1)
+        time.sleep(3)  # a heartbeat has said the scripts heed notices
+        killed = run_cli("kill", "--graceful", job.app_id)
+        assert killed.returncode == 0, killed.stderr
+        assert "KILLED" in killed.stdout
+        final = job.wait_for_end(timeout=180)
+        assert final.outcome == "KILLED", final.diagnostics
+        text = job.logs("worker:0")
+    finally:
+        if not client.status(job.app_id, client=yarn).done:
+            client.kill(job.app_id, client=yarn)
+    # One save when scaled, one when stopped; each generation starts where
+    # the one before saved.
+    starts, saved = _numbers(text, "start_step"), _numbers(text, "saved_at")
+    assert _numbers(text, "workers") == [2, 3], text[-3000:]
+    assert len(saved) == 2 and starts == [0, saved[0]], (starts, saved)
+    assert final.master is not None and final.master.restarts == 0
 
 
 def test_tfyarn_kill_ends_a_running_job(yarn: Any, tmp_path: Path) -> None:
     script = tmp_path / "sleeper.py"
     script.write_text('import time\nprint("sleeper up", flush=True)\ntime.sleep(300)\n')
-    plain = {"worker_memory": "256 MiB", "am_memory": "512 MiB"}
+    plain = {"worker_memory": "256 MiB", "am_memory": "512 MiB", "preimport": []}
     with running_job(yarn, script, num_worker=1, **plain) as job:
         deadline = time.monotonic() + 120
         while True:
