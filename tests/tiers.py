@@ -72,6 +72,11 @@ EXAMPLES = tuple(
 )
 EXAMPLES_HOME = "/var/tmp/tfyarn-tests/examples"
 EXAMPLES_PORT_OFFSET = "1700"
+# tfyarn as a gateway node installs it: the sdist and the wheel built, checked,
+# installed into fresh venvs without cargo, and jobs run from those.
+GATEWAY = f"{INTEGRATION}/gateway"
+WHEEL_HOME = "/var/tmp/tfyarn-tests/wheel"
+WHEEL_PORT_OFFSET = "2000"
 # Where the recovery tier's cluster lives (.ci/run stops it whatever happens).
 RECOVERY_HOME = "/var/tmp/tfyarn-tests/recovery"
 RECOVERY_PORT_OFFSET = "800"
@@ -90,6 +95,7 @@ TIERS = (
             *(f"--ignore={path}" for path in RECOVERY),
             *(f"--ignore={path}" for path in EXAMPLES),
             f"--ignore={ELASTIC}",
+            f"--ignore={GATEWAY}",
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
     ),
@@ -141,6 +147,15 @@ TIERS = (
         "three hosts in network namespaces: failures, --python_env, queues",
     ),
     Tier(
+        "wheel",
+        (GATEWAY,),
+        "the sdist and wheel built, checked, installed without Rust; jobs from them",
+        env=(
+            ("TFYARN_CLUSTER_HOME", WHEEL_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", WHEEL_PORT_OFFSET),
+        ),
+    ),
+    Tier(
         "versions",
         (f"{INTEGRATION}/versions",),
         "other Hadoop lines (3.1.1, 3.3.6): jobs, logs, HDFS, kill, a replaced task",
@@ -150,7 +165,7 @@ TIERS = (
 # computes. ha_secure and the 3.1.1 cluster share ports (+1500): one lane.
 LANES = (
     ("plain",),
-    ("examples", "versions", "ha_secure"),
+    ("examples", "versions", "ha_secure", "wheel"),
     ("unit", "multihost"),
     ("recovery",),
     ("secure", "ha", "elastic"),

@@ -1,0 +1,50 @@
+"""The wheel tier's artifacts and the two fresh environments, made once a session.
+
+``dist``: ``python -m build`` of the checkout (the sdist, then the wheel built
+from that sdist, as an index's build would). ``wheel_venv``: a new virtualenv
+outside the checkout with the wheel installed by pip, on a PATH without cargo.
+``sdist_venv``: the same for the sdist, with no cargo anywhere (PATH, and a
+HOME without ``~/.cargo``), so the install goes on without the plugin. pip's
+cache is the user's (warm): TensorFlow is not downloaded again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from ._gateway import REPO, Dist, Venv, log, make_venv, pip_cache, run
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    out = tmp_path_factory.mktemp("dist")
+    log("python -m build (sdist, then the wheel from it) ...")
+    began = time.monotonic()
+    run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
+        env={**os.environ, "PIP_CACHE_DIR": pip_cache()},
+        cwd=out,
+        timeout=900,
+    )
+    took = time.monotonic() - began
+    (sdist,) = out.glob("tfyarn-*.tar.gz")
+    (wheel,) = out.glob("tfyarn-*.whl")
+    log(f"built {sdist.name} and {wheel.name} in {took:.0f} s")
+    return Dist(sdist, wheel, took)
+
+
+@pytest.fixture(scope="session")
+def wheel_venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    return make_venv(tmp_path_factory.mktemp("gateway") / "wheel-venv", dist.wheel)
+
+
+@pytest.fixture(scope="session")
+def sdist_venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    base = tmp_path_factory.mktemp("gateway-no-rust")
+    home = base / "home"  # no ~/.cargo/bin/cargo, which the build hook would find
+    home.mkdir()
+    return make_venv(base / "sdist-venv", dist.sdist, home=home)

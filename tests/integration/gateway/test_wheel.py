@@ -1,0 +1,233 @@
+"""tfyarn as a user on a gateway installs it: from the wheel, or the sdist without Rust.
+
+The artifacts are built once from the checkout and installed into fresh
+virtualenvs outside it (conftest.py); every command below runs from those
+environments, on a PATH without cargo, against this tier's local cluster.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tfyarn.cluster import LocalCluster
+from tfyarn.contract.hdfs_plugin import NOT_INSTALLED
+from tfyarn.data import resolve
+
+from ._gateway import NO_CARGO, REPO, Dist, Venv, user_env
+
+pytestmark = [pytest.mark.yarn, pytest.mark.hdfs]
+
+DATA = "hdfs:///tmp/tfyarn-wheel/digits"
+APP_ID = re.compile(r"application_\d+_\d+")
+SMALL = ("--num_worker", "1", "--worker_memory", "1 GiB", "--am_memory", "512 MiB")
+PLUGIN = "tfyarn/hdfs_plugin/libtfyarn_hdfs.so"
+# The one line each task's sitecustomize prints once it registered the plugin.
+LOADED = "tfyarn: hdfs:// in TensorFlow through tfyarn's HDFS plugin "
+
+
+def _user(
+    venv: Venv, *argv: str, cwd: Path, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [venv.tfyarn, *argv],
+        env=user_env(venv.root),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _logs(venv: Venv, app_id: str, cwd: Path) -> str:
+    done = _user(venv, "logs", app_id, "--task", "worker:0", cwd=cwd, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _fresh(url: str) -> None:
+    fs = resolve(url)
+    if fs.exists(url):
+        fs.delete(url, recursive=True)
+
+
+def _hdfs_names(url: str) -> list[str]:
+    return sorted(i.url.rsplit("/", 1)[-1] for i in resolve(url).ls(url))
+
+
+@pytest.fixture(scope="module")
+def digits(wheel_venv: Venv, local_cluster: LocalCluster, tmp_path_factory) -> str:
+    done = _user(
+        wheel_venv,
+        "data", "make-example", DATA, "--shards", "2", "--train", "1024",
+        "--test", "256", "--force",
+        cwd=tmp_path_factory.mktemp("user"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return DATA
+
+
+def test_artifacts_check_out(dist: Dist) -> None:
+    """twine's metadata check, auditwheel's tag, and what is (not) inside."""
+    twine = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(dist.sdist), str(dist.wheel)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )  # fmt: skip
+    assert twine.returncode == 0, twine.stdout + twine.stderr
+    assert twine.stdout.count("PASSED") == 2, twine.stdout
+
+    # No Python-version tag (the library is not a Python extension), and the
+    # platform tag auditwheel agrees with.
+    tags = dist.wheel.name.removesuffix(".whl").split("-")[-3:]
+    assert tags[:2] == ["py3", "none"], dist.wheel.name
+    show = subprocess.run(
+        [sys.executable, "-m", "auditwheel", "show", str(dist.wheel)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert show.returncode == 0, show.stdout + show.stderr
+    text = " ".join(show.stdout.split())
+    print(f"wheel {dist.wheel.name}, {dist.wheel.stat().st_size / 1e6:.1f} MB")
+    print(f"auditwheel show: {text}")
+    if tags[2].startswith("manylinux_"):
+        assert f'is consistent with the following platform tag: "{tags[2]}"' in text
+    else:  # the plain tag, when the library needs more than manylinux allows
+        assert "manylinux" not in tags[2] and "libtensorflow" not in text
+
+    names = zipfile.ZipFile(dist.wheel).namelist()
+    for wanted in (
+        PLUGIN,
+        "tfyarn/hdfs_plugin/libtfyarn_hdfs.json",
+        "tfyarn/_shipped/am/__main__.py",
+        "tfyarn/_shipped/conf/tfyarn.yaml",
+        "tfyarn/_proto/master_pb2.py",
+        "tfyarn/_proto/master_pb2_grpc.py",
+        "tfyarn/runtime/_site/sitecustomize.py",
+    ):
+        assert wanted in names, f"{wanted} missing from the wheel"
+    unwanted = re.compile(
+        r"(^|/)(tests|target|__pycache__|src|crc)/|\.(rs|pyc|toml|lock)$|hatch_build"
+    )
+    assert not [n for n in names if unwanted.search(n) and ".dist-info/" not in n]
+    assert not [n for n in names if not n.startswith(("tfyarn/", "tfyarn-"))], names
+
+    # The sdist carries the sources the wheel is built from, no build output.
+    with tarfile.open(dist.sdist) as sdist:
+        members = sdist.getnames()
+    root = members[0].split("/")[0]
+    for wanted in (
+        "tfyarn/hdfs_plugin/Cargo.toml",
+        "tfyarn/hdfs_plugin/Cargo.lock",
+        "tfyarn/hdfs_plugin/src/lib.rs",
+        "am/__main__.py",
+        "conf/tfyarn.yaml",
+        "proto/tfyarn/_proto/master.proto",
+        "CHANGELOG.md",
+    ):
+        assert f"{root}/{wanted}" in members, f"{wanted} missing from the sdist"
+    assert not [m for m in members if m.endswith(".so") or "/target/" in m]
+
+
+def test_wheel_installs_without_cargo_and_reports_versions(
+    wheel_venv: Venv, local_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    site = next((wheel_venv.root / "lib").glob("python3*/site-packages"))
+    assert (site / PLUGIN).is_file()
+    assert not (site / "tfyarn" / "hdfs_plugin" / "Cargo.toml").exists()
+    done = _user(wheel_venv, "--version", cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    print(done.stdout)
+    assert lines[0].startswith("tfyarn ") and str(site) in lines[0]
+    assert lines[1].startswith("TensorFlow 2.")
+    assert lines[2] == "skein 0.8.2"
+    assert lines[3].startswith("Python 3.") and str(wheel_venv.root) in lines[3]
+    assert lines[4].startswith("Hadoop client: Hadoop 3."), lines[4]
+    assert lines[5] == f"hdfs:// plugin: present ({site / PLUGIN})"
+
+
+@pytest.mark.slow
+def test_wheel_job_reads_and_checkpoints_hdfs_through_its_plugin(
+    wheel_venv: Venv, digits: str, tmp_path: Path
+) -> None:
+    """Plain TensorFlow (the example with no tfyarn import) from the
+    wheel-installed venv, shipped with ``--python_env auto``: every task
+    loads the plugin the wheel installed, from the environment shipped."""
+    script = tmp_path / "plain_tf_hdfs.py"
+    shutil.copy(REPO / "examples" / "plain_tf_hdfs.py", script)
+    ckpt = "hdfs:///tmp/tfyarn-wheel/ckpt-wheel"
+    _fresh(ckpt)
+    done = _user(
+        wheel_venv,
+        "submit", "--python_env", "auto", "--python_env_compression", "0", *SMALL,
+        str(script), "--data", digits, "--checkpoint_dir", ckpt, "--steps", "20",
+        "--checkpoint_every", "10",
+        cwd=tmp_path,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and "final status: SUCCEEDED" in out, out[-4000:]
+    app_id = APP_ID.search(out)
+    assert app_id, out[-2000:]
+    logs = _logs(wheel_venv, app_id.group(), tmp_path)
+    loaded = [ln for ln in logs.splitlines() if LOADED in ln]
+    assert loaded, logs[-4000:]
+    # The shipped environment's copy of the wheel's library, in the container.
+    path = loaded[0].split(LOADED, 1)[1].strip()
+    assert path.endswith(f"site-packages/{PLUGIN}"), path
+    assert str(wheel_venv.root) not in path and str(REPO) not in path, path
+    assert "/appcache/" in path or "/filecache/" in path, path
+    assert "accuracy=" in logs and "steps=20" in logs, logs[-3000:]
+    names = _hdfs_names(ckpt)
+    assert "checkpoint" in names and "ckpt-2.index" in names, names
+
+
+def test_sdist_without_cargo_installs_and_jobs_take_the_fallback(
+    sdist_venv: Venv, digits: str, tmp_path: Path
+) -> None:
+    # Said once at install, in one line (pip shows it with -v).
+    assert sdist_venv.install_output.count(NO_CARGO) == 1, sdist_venv.install_output[
+        -4000:
+    ]
+    said = next(ln for ln in sdist_venv.install_output.splitlines() if NO_CARGO in ln)
+    assert "pip install tfyarn-*.whl" in said and "copy through local disk" in said
+    site = next((sdist_venv.root / "lib").glob("python3*/site-packages"))
+    assert not (site / PLUGIN).exists()
+    version = _user(sdist_venv, "--version", cwd=tmp_path, timeout=120)
+    assert version.returncode == 0, version.stderr
+    assert "hdfs:// plugin: absent: tfyarn's HDFS plugin" in version.stdout
+
+    ckpt = "hdfs:///tmp/tfyarn-wheel/ckpt-sdist"
+    _fresh(ckpt)
+    script = tmp_path / "helpers_job.py"
+    shutil.copy(Path(__file__).with_name("_helpers_job.py"), script)
+    done = _user(
+        sdist_venv, "submit", *SMALL, str(script), "--data", digits,
+        "--checkpoint_dir", ckpt,
+        cwd=tmp_path,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and "final status: SUCCEEDED" in out, out[-4000:]
+    app_id = APP_ID.search(out)
+    assert app_id, out[-2000:]
+    logs = _logs(sdist_venv, app_id.group(), tmp_path)
+    assert LOADED not in logs
+    # The helpers' first hdfs:// use says which route, and how to get the plugin.
+    for helper in (
+        "each worker copies its files to local disk",
+        "checkpoints are saved locally, then copied to HDFS",
+    ):
+        route = f"{helper}: {NOT_INSTALLED}"
+        assert logs.count(route) == 1, logs[-4000:]
+    assert "records=1024" in logs and "saved=ckpt-1" in logs, logs[-3000:]
+    assert "ckpt-1.index" in _hdfs_names(ckpt)
