@@ -8,6 +8,7 @@ tables may not match its own.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -48,12 +49,13 @@ def test_the_hook_records_what_pyproject_requires() -> None:
     assert built.tensorflow_minor(tf) == ".".join(real.__version__.split(".")[:2])
 
 
-@pytest.mark.skipif(not hdfs.LIBRARY.is_file(), reason="the plugin is not built here")
 def test_real_tensorflow_refuses_a_plugin_built_for_another_minor(
     tmp_path: Path,
 ) -> None:
     """The real library and TensorFlow, in a process of their own: enable()
     raises one line and the helpers take the fallback; nothing crashes."""
+    if not hdfs.LIBRARY.is_file() and os.environ.get("CI") != "true":
+        pytest.skip("the plugin is not built here (no cargo at install)")
     lib = tmp_path / built.LIBRARY
     shutil.copy(hdfs.LIBRARY, lib)
     built.write_built_for(lib, "2.9")

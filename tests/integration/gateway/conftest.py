@@ -4,8 +4,9 @@
 from that sdist, as an index's build would). ``wheel_venv``: a new virtualenv
 outside the checkout with the wheel installed by pip, on a PATH without cargo.
 ``sdist_venv``: the same for the sdist, with no cargo anywhere (PATH, and a
-HOME without ``~/.cargo``), so the install goes on without the plugin. pip's
-cache is the user's (warm): TensorFlow is not downloaded again.
+HOME without ``~/.cargo``), so the install goes on without the plugin; its
+dependencies are the wheel venv's (``make_venv``'s ``deps_of``). pip's cache
+is the user's (warm): TensorFlow is not downloaded again.
 """
 
 from __future__ import annotations
@@ -43,8 +44,12 @@ def wheel_venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Venv:
 
 
 @pytest.fixture(scope="session")
-def sdist_venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+def sdist_venv(
+    dist: Dist, wheel_venv: Venv, tmp_path_factory: pytest.TempPathFactory
+) -> Venv:
     base = tmp_path_factory.mktemp("gateway-no-rust")
     home = base / "home"  # no ~/.cargo/bin/cargo, which the build hook would find
     home.mkdir()
-    return make_venv(base / "sdist-venv", dist.sdist, home=home)
+    return make_venv(
+        base / "sdist-venv", dist.sdist, home=home, deps_of=wheel_venv.root
+    )

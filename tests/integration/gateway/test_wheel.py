@@ -21,7 +21,7 @@ from tfyarn.cluster import LocalCluster
 from tfyarn.contract.hdfs_plugin import NOT_INSTALLED
 from tfyarn.data import resolve
 
-from ._gateway import NO_CARGO, REPO, Dist, Venv, user_env
+from ._gateway import NO_CARGO, REPO, Dist, Venv, site_packages, user_env
 
 pytestmark = [pytest.mark.yarn, pytest.mark.hdfs]
 
@@ -142,7 +142,7 @@ def test_artifacts_check_out(dist: Dist) -> None:
 def test_wheel_installs_without_cargo_and_reports_versions(
     wheel_venv: Venv, local_cluster: LocalCluster, tmp_path: Path
 ) -> None:
-    site = next((wheel_venv.root / "lib").glob("python3*/site-packages"))
+    site = site_packages(wheel_venv.root)
     assert (site / PLUGIN).is_file()
     assert not (site / "tfyarn" / "hdfs_plugin" / "Cargo.toml").exists()
     done = _user(wheel_venv, "--version", cwd=tmp_path, timeout=120)
@@ -158,6 +158,7 @@ def test_wheel_installs_without_cargo_and_reports_versions(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_wheel_job_reads_and_checkpoints_hdfs_through_its_plugin(
     wheel_venv: Venv, digits: str, tmp_path: Path
 ) -> None:
@@ -170,10 +171,14 @@ def test_wheel_job_reads_and_checkpoints_hdfs_through_its_plugin(
     _fresh(ckpt)
     done = _user(
         wheel_venv,
-        "submit", "--python_env", "auto", "--python_env_compression", "0", *SMALL,
+        "submit", "--python_env", "auto", "--python_env_compression", "0",
+        # The first job of a fresh 1.7 GB environment: each container waits
+        # for YARN to download and unpack it (minutes on a loaded machine).
+        "--registration_timeout", "1200", *SMALL,
         str(script), "--data", digits, "--checkpoint_dir", ckpt, "--steps", "20",
         "--checkpoint_every", "10",
         cwd=tmp_path,
+        timeout=1500,
     )  # fmt: skip
     out = done.stdout + done.stderr
     assert done.returncode == 0 and "final status: SUCCEEDED" in out, out[-4000:]
@@ -189,7 +194,7 @@ def test_wheel_job_reads_and_checkpoints_hdfs_through_its_plugin(
     assert "/appcache/" in path or "/filecache/" in path, path
     assert "accuracy=" in logs and "steps=20" in logs, logs[-3000:]
     names = _hdfs_names(ckpt)
-    assert "checkpoint" in names and "ckpt-2.index" in names, names
+    assert "checkpoint" in names and "ckpt-20.index" in names, names
 
 
 def test_sdist_without_cargo_installs_and_jobs_take_the_fallback(
@@ -201,11 +206,12 @@ def test_sdist_without_cargo_installs_and_jobs_take_the_fallback(
     ]
     said = next(ln for ln in sdist_venv.install_output.splitlines() if NO_CARGO in ln)
     assert "pip install tfyarn-*.whl" in said and "copy through local disk" in said
-    site = next((sdist_venv.root / "lib").glob("python3*/site-packages"))
+    site = site_packages(sdist_venv.root)
     assert not (site / PLUGIN).exists()
     version = _user(sdist_venv, "--version", cwd=tmp_path, timeout=120)
     assert version.returncode == 0, version.stderr
     assert "hdfs:// plugin: absent: tfyarn's HDFS plugin" in version.stdout
+    assert str(site) in version.stdout.splitlines()[0]  # the sdist's tfyarn
 
     ckpt = "hdfs:///tmp/tfyarn-wheel/ckpt-sdist"
     _fresh(ckpt)
@@ -229,5 +235,5 @@ def test_sdist_without_cargo_installs_and_jobs_take_the_fallback(
     ):
         route = f"{helper}: {NOT_INSTALLED}"
         assert logs.count(route) == 1, logs[-4000:]
-    assert "records=1024" in logs and "saved=ckpt-1" in logs, logs[-3000:]
+    assert "records=1024" in logs and f"saved={ckpt}/ckpt-1" in logs, logs[-3000:]
     assert "ckpt-1.index" in _hdfs_names(ckpt)
