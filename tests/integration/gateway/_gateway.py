@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -91,29 +92,34 @@ def site_packages(venv: Path) -> Path:
     return next((venv / "lib").glob("python3*/site-packages"))
 
 
+def session_site_packages() -> Path:
+    """This test session's own venv's site-packages (its dependencies are
+    tfyarn's, installed by ``pip install -e '.[dev]'``)."""
+    return Path(sysconfig.get_paths(vars={"base": sys.prefix})["purelib"])
+
+
 def make_venv(
-    root: Path, artifact: Path, *, home: Path | None = None, deps_of: Path | None = None
+    root: Path, artifact: Path, *, home: Path | None = None, deps_in: Path | None = None
 ) -> Venv:
     """A new venv with ``artifact`` installed by pip, as a user would.
 
-    ``deps_of``: install ``artifact`` alone (``--no-deps``) and take the
-    dependencies from that venv's site-packages (a ``.pth`` line, after this
-    venv's own, so this venv's tfyarn is the one imported). Installing
-    TensorFlow's 1 GB into a second venv took 5 minutes on the loaded CI
-    machine and proves nothing the first install did not. ``--no-compile``
-    spares pip byte-compiling TensorFlow's thousands of modules.
+    ``deps_in``: install ``artifact`` alone (``--no-deps``) and take the
+    dependencies from that site-packages directory (a ``.pth`` line, after
+    this venv's own, so this venv's tfyarn is the one imported; the ``.pth``
+    files in that directory, such as the checkout's editable install, are
+    not read). Installing TensorFlow's 1 GB into a new venv took 7 minutes on
+    the loaded CI machine; tests/benchmarks/wheel_install.py measures that
+    full install. ``--no-compile`` spares pip byte-compiling the artifact.
     """
     subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, timeout=120)
     env = user_env(root, home=home)
     pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-v", "--no-compile"]
-    if deps_of is not None:
+    if deps_in is not None:
         pip.append("--no-deps")
     began = time.monotonic()
     output = run([*pip, str(artifact)], env=env, cwd=root.parent, timeout=900)
     took = time.monotonic() - began
-    if deps_of is not None:
-        (site_packages(root) / "_deps_of_another_venv.pth").write_text(
-            f"{site_packages(deps_of)}\n"
-        )
+    if deps_in is not None:
+        (site_packages(root) / "_deps_of_another_venv.pth").write_text(f"{deps_in}\n")
     log(f"pip install {artifact.name} into a new venv: {took:.0f} s")
     return Venv(root, output, took)

@@ -2,11 +2,14 @@
 
 ``dist``: ``python -m build`` of the checkout (the sdist, then the wheel built
 from that sdist, as an index's build would). ``wheel_venv``: a new virtualenv
-outside the checkout with the wheel installed by pip, on a PATH without cargo.
-``sdist_venv``: the same for the sdist, with no cargo anywhere (PATH, and a
-HOME without ``~/.cargo``), so the install goes on without the plugin; its
-dependencies are the wheel venv's (``make_venv``'s ``deps_of``). pip's cache
-is the user's (warm): TensorFlow is not downloaded again.
+outside the checkout with the wheel installed by pip (``--no-deps``: its
+dependencies are this session's, through a ``.pth`` line; ``pip check`` then
+checks the wheel's declared dependencies against them), on a PATH without
+cargo. ``sdist_venv``: the same for the sdist, with no cargo anywhere (PATH,
+and a HOME without ``~/.cargo``), so the install goes on without the plugin.
+``full_wheel_venv`` (the ``heavy`` test's alone): the wheel installed with
+its dependencies resolved by pip, a venv ``--python_env auto`` can pack whole.
+pip's cache is the user's (warm): TensorFlow is not downloaded again.
 """
 
 from __future__ import annotations
@@ -17,7 +20,16 @@ import time
 
 import pytest
 
-from ._gateway import REPO, Dist, Venv, log, make_venv, pip_cache, run
+from ._gateway import (
+    REPO,
+    Dist,
+    Venv,
+    log,
+    make_venv,
+    pip_cache,
+    run,
+    session_site_packages,
+)
 
 
 @pytest.fixture(scope="session")
@@ -40,16 +52,23 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
 
 @pytest.fixture(scope="session")
 def wheel_venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Venv:
-    return make_venv(tmp_path_factory.mktemp("gateway") / "wheel-venv", dist.wheel)
+    return make_venv(
+        tmp_path_factory.mktemp("gateway") / "wheel-venv",
+        dist.wheel,
+        deps_in=session_site_packages(),
+    )
 
 
 @pytest.fixture(scope="session")
-def sdist_venv(
-    dist: Dist, wheel_venv: Venv, tmp_path_factory: pytest.TempPathFactory
-) -> Venv:
+def full_wheel_venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    return make_venv(tmp_path_factory.mktemp("gateway-full") / "wheel-venv", dist.wheel)
+
+
+@pytest.fixture(scope="session")
+def sdist_venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Venv:
     base = tmp_path_factory.mktemp("gateway-no-rust")
     home = base / "home"  # no ~/.cargo/bin/cargo, which the build hook would find
     home.mkdir()
     return make_venv(
-        base / "sdist-venv", dist.sdist, home=home, deps_of=wheel_venv.root
+        base / "sdist-venv", dist.sdist, home=home, deps_in=session_site_packages()
     )

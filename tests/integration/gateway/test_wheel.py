@@ -145,6 +145,21 @@ def test_wheel_installs_without_cargo_and_reports_versions(
     site = site_packages(wheel_venv.root)
     assert (site / PLUGIN).is_file()
     assert not (site / "tfyarn" / "hdfs_plugin" / "Cargo.toml").exists()
+    env = user_env(wheel_venv.root)
+    # The venv's own tfyarn, not the checkout's editable install beside the
+    # dependencies it was given.
+    mine = subprocess.run(
+        [wheel_venv.python, "-c", "import tfyarn; print(tfyarn.__file__)"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert mine.returncode == 0, mine.stderr
+    assert mine.stdout.strip() == str(site / "tfyarn" / "__init__.py"), mine.stdout
+    # The wheel's declared dependencies (its METADATA) against what it got.
+    check = subprocess.run(
+        [wheel_venv.python, "-m", "pip", "check"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert check.returncode == 0, check.stdout + check.stderr
     done = _user(wheel_venv, "--version", cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -157,24 +172,17 @@ def test_wheel_installs_without_cargo_and_reports_versions(
     assert lines[5] == f"hdfs:// plugin: present ({site / PLUGIN})"
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(1800)
-def test_wheel_job_reads_and_checkpoints_hdfs_through_its_plugin(
-    wheel_venv: Venv, digits: str, tmp_path: Path
-) -> None:
-    """Plain TensorFlow (the example with no tfyarn import) from the
-    wheel-installed venv, shipped with ``--python_env auto``: every task
-    loads the plugin the wheel installed, from the environment shipped."""
+def _submit_wheel_job(
+    venv: Venv, digits: str, tmp_path: Path, ckpt: str, *options: str
+) -> str:
+    """Plain TensorFlow (the example with no tfyarn import) from ``venv``:
+    SUCCEEDED, the checkpoint on HDFS; returns the path of the plugin the
+    worker's route line names."""
     script = tmp_path / "plain_tf_hdfs.py"
     shutil.copy(REPO / "examples" / "plain_tf_hdfs.py", script)
-    ckpt = "hdfs:///tmp/tfyarn-wheel/ckpt-wheel"
     _fresh(ckpt)
     done = _user(
-        wheel_venv,
-        "submit", "--python_env", "auto", "--python_env_compression", "0",
-        # The first job of a fresh 1.7 GB environment: each container waits
-        # for YARN to download and unpack it (minutes on a loaded machine).
-        "--registration_timeout", "1200", *SMALL,
+        venv, "submit", *options, *SMALL,
         str(script), "--data", digits, "--checkpoint_dir", ckpt, "--steps", "20",
         "--checkpoint_every", "10",
         cwd=tmp_path,
@@ -184,17 +192,46 @@ def test_wheel_job_reads_and_checkpoints_hdfs_through_its_plugin(
     assert done.returncode == 0 and "final status: SUCCEEDED" in out, out[-4000:]
     app_id = APP_ID.search(out)
     assert app_id, out[-2000:]
-    logs = _logs(wheel_venv, app_id.group(), tmp_path)
+    logs = _logs(venv, app_id.group(), tmp_path)
     loaded = [ln for ln in logs.splitlines() if LOADED in ln]
     assert loaded, logs[-4000:]
-    # The shipped environment's copy of the wheel's library, in the container.
-    path = loaded[0].split(LOADED, 1)[1].strip()
-    assert path.endswith(f"site-packages/{PLUGIN}"), path
-    assert str(wheel_venv.root) not in path and str(REPO) not in path, path
-    assert "/appcache/" in path or "/filecache/" in path, path
     assert "accuracy=" in logs and "steps=20" in logs, logs[-3000:]
     names = _hdfs_names(ckpt)
     assert "checkpoint" in names and "ckpt-20.index" in names, names
+    return loaded[0].split(LOADED, 1)[1].strip()
+
+
+@pytest.mark.slow
+def test_wheel_job_reads_and_checkpoints_hdfs_through_its_plugin(
+    wheel_venv: Venv, digits: str, tmp_path: Path
+) -> None:
+    """The job from the wheel-installed venv, no ``--python_env``: the tasks
+    run that venv's interpreter, and load the plugin the wheel installed."""
+    path = _submit_wheel_job(
+        wheel_venv, digits, tmp_path, "hdfs:///tmp/tfyarn-wheel/ckpt-wheel"
+    )
+    assert path == str(site_packages(wheel_venv.root) / PLUGIN), path
+
+
+@pytest.mark.heavy
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_wheel_job_ships_its_venv_with_python_env_auto(
+    full_wheel_venv: Venv, digits: str, tmp_path: Path
+) -> None:
+    """The wheel's full install shipped with ``--python_env auto``: every
+    task loads the plugin the wheel installed, from the environment shipped."""
+    path = _submit_wheel_job(
+        full_wheel_venv, digits, tmp_path, "hdfs:///tmp/tfyarn-wheel/ckpt-shipped",
+        "--python_env", "auto", "--python_env_compression", "0",
+        # The first job of a fresh 1.7 GB environment: each container waits
+        # for YARN to download and unpack it (minutes on a loaded machine).
+        "--registration_timeout", "1200",
+    )  # fmt: skip
+    # The shipped environment's copy of the wheel's library, in the container.
+    assert path.endswith(f"site-packages/{PLUGIN}"), path
+    assert str(full_wheel_venv.root) not in path and str(REPO) not in path, path
+    assert "/appcache/" in path or "/filecache/" in path, path
 
 
 def test_sdist_without_cargo_installs_and_jobs_take_the_fallback(
