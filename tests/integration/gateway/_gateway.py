@@ -116,6 +116,14 @@ def make_venv(
     pip = [str(root / "bin" / "python"), "-m", "pip", "install", "-v", "--no-compile"]
     if deps_in is not None:
         pip.append("--no-deps")
+        # Python 3.11's venv still bundles setuptools 65, which would shadow
+        # the newer one of deps_in (grpcio-tools, a dev tool, needs >= 77).
+        run(
+            [str(root / "bin" / "python"), "-m", "pip", "uninstall", "-y", "-q", "setuptools"],
+            env=env,
+            cwd=root.parent,
+            timeout=300,
+        )  # fmt: skip
     began = time.monotonic()
     output = run([*pip, str(artifact)], env=env, cwd=root.parent, timeout=900)
     took = time.monotonic() - began
