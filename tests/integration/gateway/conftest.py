@@ -5,7 +5,7 @@ from that sdist, as an index's build would). ``wheel_venv``: a new virtualenv
 outside the checkout with the wheel installed by pip (``--no-deps``: its
 dependencies are this session's, through a ``.pth`` line; ``pip check`` then
 checks the wheel's declared dependencies against them), on a PATH without
-cargo. ``sdist_venv``: the same for the sdist, with no cargo anywhere (PATH,
+cargo. ``sdist_venv_soon``: the same for the sdist, made in the background, with no cargo anywhere (PATH,
 and a HOME without ``~/.cargo``), so the install goes on without the plugin.
 ``full_wheel_venv`` (the ``heavy`` test's alone): the wheel installed with
 its dependencies resolved by pip, a venv ``--python_env auto`` can pack whole.
@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
@@ -65,10 +67,24 @@ def full_wheel_venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Ven
 
 
 @pytest.fixture(scope="session")
-def sdist_venv(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+def pool() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(max_workers=2) as threads:
+        yield threads
+
+
+@pytest.fixture(scope="session")
+def sdist_venv_soon(
+    dist: Dist, pool: ThreadPoolExecutor, tmp_path_factory: pytest.TempPathFactory
+) -> Future[Venv]:
+    """The sdist venv, made in the background (pip builds the sdist's wheel
+    first: a minute under load, which the wheel's job overlaps)."""
     base = tmp_path_factory.mktemp("gateway-no-rust")
     home = base / "home"  # no ~/.cargo/bin/cargo, which the build hook would find
     home.mkdir()
-    return make_venv(
-        base / "sdist-venv", dist.sdist, home=home, deps_in=session_site_packages()
+    return pool.submit(
+        make_venv,
+        base / "sdist-venv",
+        dist.sdist,
+        home=home,
+        deps_in=session_site_packages(),
     )

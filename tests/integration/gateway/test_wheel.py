@@ -13,6 +13,9 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -73,6 +76,43 @@ def digits(wheel_venv: Venv, local_cluster: LocalCluster, tmp_path_factory) -> s
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     return DATA
+
+
+@dataclass(frozen=True)
+class SdistJob:
+    venv: Venv
+    done: subprocess.CompletedProcess[str]
+    ckpt: str
+    cwd: Path
+
+
+@pytest.fixture(scope="module")
+def sdist_job(
+    sdist_venv_soon: Future[Venv],
+    digits: str,
+    pool: ThreadPoolExecutor,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Future[SdistJob]]:
+    """The sdist's install, then its job, in the background: both wait on
+    pip and YARN more than they compute, beside the wheel's job."""
+    ckpt = "hdfs:///tmp/tfyarn-wheel/ckpt-sdist"
+    _fresh(ckpt)
+    cwd = tmp_path_factory.mktemp("sdist-job")
+    script = cwd / "helpers_job.py"
+    shutil.copy(Path(__file__).with_name("_helpers_job.py"), script)
+
+    def install_and_submit() -> SdistJob:
+        venv = sdist_venv_soon.result()
+        done = _user(
+            venv, "submit", *SMALL, str(script), "--data", digits,
+            "--checkpoint_dir", ckpt,
+            cwd=cwd,
+        )  # fmt: skip
+        return SdistJob(venv, done, ckpt, cwd)
+
+    job = pool.submit(install_and_submit)
+    yield job
+    wait([job])  # not the cluster stopped under it
 
 
 def test_artifacts_check_out(dist: Dist) -> None:
@@ -203,10 +243,12 @@ def _submit_wheel_job(
 
 @pytest.mark.slow
 def test_wheel_job_reads_and_checkpoints_hdfs_through_its_plugin(
-    wheel_venv: Venv, digits: str, tmp_path: Path
+    wheel_venv: Venv, digits: str, sdist_job: Future[SdistJob], tmp_path: Path
 ) -> None:
     """The job from the wheel-installed venv, no ``--python_env``: the tasks
-    run that venv's interpreter, and load the plugin the wheel installed."""
+    run that venv's interpreter, and load the plugin the wheel installed.
+    (``sdist_job``: started first, so the sdist's install and job overlap
+    this one.)"""
     path = _submit_wheel_job(
         wheel_venv, digits, tmp_path, "hdfs:///tmp/tfyarn-wheel/ckpt-wheel"
     )
@@ -235,8 +277,10 @@ def test_wheel_job_ships_its_venv_with_python_env_auto(
 
 
 def test_sdist_without_cargo_installs_and_jobs_take_the_fallback(
-    sdist_venv: Venv, digits: str, tmp_path: Path
+    sdist_job: Future[SdistJob], tmp_path: Path
 ) -> None:
+    job = sdist_job.result()
+    sdist_venv = job.venv
     # Said once at install, in one line (pip shows it with -v).
     assert sdist_venv.install_output.count(NO_CARGO) == 1, sdist_venv.install_output[
         -4000:
@@ -250,17 +294,8 @@ def test_sdist_without_cargo_installs_and_jobs_take_the_fallback(
     assert "hdfs:// plugin: absent: tfyarn's HDFS plugin" in version.stdout
     assert str(site) in version.stdout.splitlines()[0]  # the sdist's tfyarn
 
-    ckpt = "hdfs:///tmp/tfyarn-wheel/ckpt-sdist"
-    _fresh(ckpt)
-    script = tmp_path / "helpers_job.py"
-    shutil.copy(Path(__file__).with_name("_helpers_job.py"), script)
-    done = _user(
-        sdist_venv, "submit", *SMALL, str(script), "--data", digits,
-        "--checkpoint_dir", ckpt,
-        cwd=tmp_path,
-    )  # fmt: skip
-    out = done.stdout + done.stderr
-    assert done.returncode == 0 and "final status: SUCCEEDED" in out, out[-4000:]
+    out = job.done.stdout + job.done.stderr
+    assert job.done.returncode == 0 and "final status: SUCCEEDED" in out, out[-4000:]
     app_id = APP_ID.search(out)
     assert app_id, out[-2000:]
     logs = _logs(sdist_venv, app_id.group(), tmp_path)
@@ -272,5 +307,6 @@ def test_sdist_without_cargo_installs_and_jobs_take_the_fallback(
     ):
         route = f"{helper}: {NOT_INSTALLED}"
         assert logs.count(route) == 1, logs[-4000:]
+    ckpt = job.ckpt
     assert "records=1024" in logs and f"saved={ckpt}/ckpt-1" in logs, logs[-3000:]
     assert "ckpt-1.index" in _hdfs_names(ckpt)
