@@ -1,12 +1,13 @@
-"""The wheel tier's artifacts and the two fresh environments, made once a session.
+"""The wheel tier's artifacts and its fresh environments, made once a session.
 
 ``dist``: ``python -m build`` of the checkout (the sdist, then the wheel built
 from that sdist, as an index's build would). ``wheel_venv``: a new virtualenv
 outside the checkout with the wheel installed by pip (``--no-deps``: its
 dependencies are this session's, through a ``.pth`` line; ``pip check`` then
 checks the wheel's declared dependencies against them), on a PATH without
-cargo. ``sdist_venv_soon``: the same for the sdist, made in the background, with no cargo anywhere (PATH,
-and a HOME without ``~/.cargo``), so the install goes on without the plugin.
+cargo. ``sdist_venv_soon``: the same for the sdist, made in the background,
+with no cargo anywhere (PATH, and a HOME without ``~/.cargo``), so the
+install goes on without the plugin.
 ``full_wheel_venv`` (the ``heavy`` test's alone): the wheel installed with
 its dependencies resolved by pip, a venv ``--python_env auto`` can pack whole.
 pip's cache is the user's (warm): TensorFlow is not downloaded again.
