@@ -77,6 +77,11 @@ EXAMPLES_PORT_OFFSET = "1700"
 NOTEBOOK = f"{INTEGRATION}/notebook"
 NOTEBOOK_HOME = "/var/tmp/tfyarn-tests/notebook"
 NOTEBOOK_PORT_OFFSET = "2400"
+# tfyarn as a gateway node installs it: the sdist and the wheel built, checked,
+# installed into fresh venvs without cargo, and jobs run from those.
+GATEWAY = f"{INTEGRATION}/gateway"
+WHEEL_HOME = "/var/tmp/tfyarn-tests/wheel"
+WHEEL_PORT_OFFSET = "2000"
 # Where the recovery tier's cluster lives (.ci/run stops it whatever happens).
 SERVERS = f"{INTEGRATION}/servers"
 SERVERS_HOME = "/var/tmp/tfyarn-tests/servers"
@@ -100,6 +105,7 @@ TIERS = (
             f"--ignore={ELASTIC}",
             f"--ignore={SERVERS}",
             f"--ignore={NOTEBOOK}",
+            f"--ignore={GATEWAY}",
         ),
         "one-host YARN + HDFS: jobs, data, the plugin, refusals, Docker",
     ),
@@ -169,19 +175,35 @@ TIERS = (
         "three hosts in network namespaces: failures, --python_env, queues",
     ),
     Tier(
+        "wheel",
+        # The heavy test (the wheel's venv shipped whole with --python_env
+        # auto: its job alone about 13 min) runs by hand: tests/run wheel -- -m heavy.
+        (GATEWAY, "-m", "not heavy"),
+        "the sdist and wheel built, checked, installed without Rust; jobs from them",
+        env=(
+            ("TFYARN_CLUSTER_HOME", WHEEL_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", WHEEL_PORT_OFFSET),
+        ),
+    ),
+    Tier(
         "versions",
-        (f"{INTEGRATION}/versions",),
+        # Its heavy tests (the profile job across failovers and past its
+        # tokens' end, scale and graceful kill: 11-14 min a version here) run
+        # by hand: tests/run versions -- -m heavy.
+        (f"{INTEGRATION}/versions", "-m", "not heavy"),
         "other Hadoop lines in production's profiles (3.1.1 Kerberos + HA, "
         "3.3.6 Kerberos): a keytab job with a shipped environment, failovers, "
         "token expiry, scale, graceful kill, GPUs",
     ),
 )
-# Five lanes on two cores: each tier's cluster waits on YARN more than it
-# computes.
+# Six lanes on two cores: each tier's cluster waits on YARN more than it
+# computes. The versions tier's clusters (+2600, +3000) and ha_secure's
+# (+1500) have ports of their own; the gateway's tiers (servers, notebook,
+# wheel) share a lane, one cluster after the other.
 LANES = (
     ("plain",),
     ("examples", "versions", "ha_secure"),
-    ("servers", "notebook"),
+    ("servers", "notebook", "wheel"),
     ("unit", "multihost"),
     ("recovery",),
     ("secure", "ha", "elastic"),

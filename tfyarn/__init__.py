@@ -44,10 +44,16 @@ _EXPORTS = {
 _RENAMED = {"enable_hdfs": "enable"}
 
 __all__ = list(_EXPORTS)
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # Written once, in pyproject.toml; read from the installed package's
+        # metadata when asked (importlib.metadata costs every task ~10 ms).
+        from tfyarn._version import version
+
+        globals()[name] = version()
+        return globals()[name]
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'tfyarn' has no attribute {name!r}")
@@ -61,6 +67,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    __version__: str
     from tfyarn._api import check, kill, logs, scale, status, submit, wait
     from tfyarn.client import JobStatus, connect, list_jobs
     from tfyarn.client.function import run

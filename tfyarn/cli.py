@@ -17,7 +17,7 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from tfyarn.errors import JobFailedError, TfyarnError
 
@@ -80,7 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tfyarn", description="Run distributed TensorFlow on Hadoop YARN."
     )
-    parser.add_argument("--version", action="version", version=f"tfyarn {_version()}")
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the versions of tfyarn, TensorFlow, skein, Python and the "
+        "Hadoop client, and whether the hdfs:// plugin is installed, then exit",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in _COMMAND_MODULES:
@@ -88,10 +93,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _version() -> str:
-    from tfyarn import __version__
+class _VersionAction(argparse.Action):
+    """``--version``: computed only when asked (it runs ``yarn version``)."""
 
-    return __version__
+    def __init__(self, option_strings: Sequence[str], dest: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from tfyarn._version import report
+
+        print(report(), flush=True)
+        parser.exit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tfyarn.contract import env as _env
 from tfyarn.contract import hadoop_conf
+from tfyarn.contract import hdfs_plugin as _built
 from tfyarn.errors import HdfsError
 
 #: Environment variable naming the plugin library: set by the task runtime for
@@ -29,7 +30,7 @@ from tfyarn.errors import HdfsError
 PLUGIN_ENV = _env.HDFS_PLUGIN
 
 #: Where the install's build hook (tfyarn/hdfs_plugin/hatch_build.py) puts it.
-LIBRARY = Path(__file__).parent / "hdfs_plugin" / "libtfyarn_hdfs.so"
+LIBRARY = Path(__file__).parent / "hdfs_plugin" / _built.LIBRARY
 
 _lock = threading.Lock()
 _enabled = False
@@ -56,8 +57,8 @@ def enable() -> None:
     Raises
     ------
     HdfsError
-        The plugin was not built (no Rust toolchain at install time), or
-        TensorFlow refused it.
+        The plugin was not built (no Rust toolchain at install time), was
+        built for another TensorFlow minor version, or TensorFlow refused it.
 
     Examples
     --------
@@ -71,22 +72,22 @@ def enable() -> None:
             return
         path = plugin_path()
         if not path.is_file():
-            raise HdfsError(
-                f"the tfyarn HDFS plugin for TensorFlow is not installed ({path} is "
-                "missing): it is built from Rust sources when tfyarn is installed. "
-                "Install a Rust toolchain (https://rustup.rs, `cargo` on PATH) and "
-                "reinstall tfyarn (pip install -e . in a checkout)."
-            )
+            raise HdfsError(f"{_built.NOT_INSTALLED} ({path} is missing)")
         _use_local_cluster_config()
         import tensorflow as tf
 
+        wrong = _built.mismatch(path, tf.__version__)
+        if wrong:
+            raise HdfsError(wrong)
         try:
             tf.experimental.register_filesystem_plugin(str(path))
-        except tf.errors.OpError as exc:
+        except Exception as exc:  # any refusal: the caller takes the fallback
             # Registered already in this process (the task runtime's hook).
             if "already" not in str(exc).lower():
+                message = getattr(exc, "message", None) or str(exc)
+                first = message.strip().splitlines()[0] if message.strip() else ""
                 raise HdfsError(
-                    f"TensorFlow refused the HDFS plugin {path}: {exc.message}"
+                    f"TensorFlow refused the HDFS plugin {path}: {first}"
                 ) from exc
         _enabled = True
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 import yaml
 from _fake_yarn import FakeYarn
 
@@ -205,9 +209,28 @@ def test_the_warning_catches_dashed_and_inline_spellings(
 # -- the command line itself -------------------------------------------------------
 
 
-def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+def test_version(capsys, monkeypatch, tmp_path) -> None:
+    # A yarn on PATH answers `yarn version`; the plugin is named but absent.
+    yarn = tmp_path / "yarn"
+    yarn.write_text("#!/bin/sh\n[ \"$1\" = version ] && echo 'Hadoop 3.4.2'\n")
+    yarn.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("TFYARN_HDFS_PLUGIN", str(tmp_path / "absent.so"))
     code, out, _ = run(["--version"], capsys)
-    assert code == 0 and out.strip() == f"tfyarn {tfyarn.__version__}"
+    lines = out.strip().splitlines()
+    assert code == 0, out
+    # One version, written once: pyproject.toml's, read from the metadata.
+    pyproject = tomllib.loads(
+        (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    )
+    assert tfyarn.__version__ == pyproject["project"]["version"]
+    assert lines[0].startswith(f"tfyarn {tfyarn.__version__} (")
+    assert lines[1] == f"TensorFlow {importlib.metadata.version('tensorflow-cpu')}"
+    assert lines[2] == "skein 0.8.2"
+    assert lines[3].startswith(f"Python {sys.version.split()[0]} ")
+    assert lines[4] == f"Hadoop client: Hadoop 3.4.2 ({yarn})"
+    assert lines[5].startswith("hdfs:// plugin: absent: tfyarn's HDFS plugin")
+    assert "pip install tfyarn-*.whl" in lines[5]
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tfyarn import hdfs
 from tfyarn.contract import env as _env
+from tfyarn.contract import hdfs_plugin as built
 from tfyarn.runtime import prelude
 from tfyarn.runtime.context import TaskContext
 from tfyarn.spec import JobSpec, Role
@@ -47,19 +48,25 @@ def test_spawn_env_points_the_script_at_the_plugin(monkeypatch, tmp_path) -> Non
     assert _env.HDFS_PLUGIN not in prelude.spawn_env({}, 1234, CTX)
 
 
-def test_sitecustomize_registers_after_the_import_and_chains(tmp_path: Path) -> None:
-    # A fake "tensorflow" records the registration; the user's own
-    # sitecustomize must still run.
-    fake = tmp_path / "fake"
+def _fake_tensorflow(root: Path, version: str) -> Path:
+    """A "tensorflow" package that records registrations."""
+    fake = root / "fake"
     (fake / "tensorflow" / "experimental").mkdir(parents=True)
     (fake / "tensorflow" / "__init__.py").write_text(
-        "from tensorflow import experimental\n"
+        f"__version__ = {version!r}\nfrom tensorflow import experimental\n"
     )
     (fake / "tensorflow" / "experimental" / "__init__.py").write_text(
         "registered = []\n"
         "def register_filesystem_plugin(path):\n"
         "    registered.append(path)\n"
     )
+    return fake
+
+
+def test_sitecustomize_registers_after_the_import_and_chains(tmp_path: Path) -> None:
+    # A fake "tensorflow" records the registration; the user's own
+    # sitecustomize must still run.
+    fake = _fake_tensorflow(tmp_path, "2.21.0")
     (fake / "sitecustomize.py").write_text("import builtins\nbuiltins.USER_SITE = 1\n")
     plugin = tmp_path / "libtfyarn_hdfs.so"
     plugin.write_bytes(b"")
@@ -87,6 +94,41 @@ def test_sitecustomize_registers_after_the_import_and_chains(tmp_path: Path) -> 
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [f"['{plugin}']", "False"]
+    # The task's log says which route hdfs:// takes.
+    assert proc.stderr.strip().endswith(f"through tfyarn's HDFS plugin {plugin}")
+
+
+def test_sitecustomize_refuses_a_plugin_built_for_another_tensorflow(
+    tmp_path: Path,
+) -> None:
+    """Another TensorFlow minor version: one line and no registration, not a
+    crash inside TensorFlow."""
+    fake = _fake_tensorflow(tmp_path, "2.22.1")
+    plugin = tmp_path / "libtfyarn_hdfs.so"
+    plugin.write_bytes(b"")
+    built.write_built_for(plugin, "2.21")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import tensorflow as t; print(t.experimental.registered)",
+        ],
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": os.pathsep.join([str(prelude.SITE), str(fake)]),
+            _env.HDFS_PLUGIN: str(plugin),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "built for TensorFlow 2.21, this is TensorFlow 2.22.1" in lines[0]
+    assert "copy through local disk" in lines[0]
 
 
 def test_sitecustomize_alone_is_silent(tmp_path: Path) -> None:

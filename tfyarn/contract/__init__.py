@@ -26,7 +26,10 @@ gRPC contract in ``proto/`` (generated code in ``tfyarn._proto``):
 - :mod:`~tfyarn.contract.local_cluster`: where ``tfyarn cluster start``'s cluster
   lives and whether its daemons run (the cluster package and the configuration
   reader both ask it);
-- :mod:`~tfyarn.contract.ticket`: whether this process holds a Kerberos ticket.
+- :mod:`~tfyarn.contract.ticket`: whether this process holds a Kerberos ticket;
+- :mod:`~tfyarn.contract.hdfs_plugin`: what the ``hdfs://`` plugin was built
+  for (the build hook, the client and the task runtime check it), and the
+  line said where it is missing.
 
 ``am/`` imports only this package, ``tfyarn.spec``, ``tfyarn.errors`` and the
 generated protos from ``tfyarn``.

@@ -17,13 +17,11 @@ import threading
 from collections.abc import Sequence
 
 from tfyarn import hdfs
+from tfyarn.contract import hdfs_plugin as _built
 from tfyarn.data import fs as _fs
 from tfyarn.errors import HdfsError
 
-NOT_INSTALLED = (
-    "tfyarn's HDFS plugin for TensorFlow is not installed (it is compiled when "
-    "tfyarn is installed with cargo on PATH)"
-)
+NOT_INSTALLED = _built.NOT_INSTALLED
 
 _said: set[str] = set()
 _lock = threading.Lock()

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfyarn import hdfs
+from tfyarn.contract import hdfs_plugin as _built
 from tfyarn.data import _framing, _pipeline
 from tfyarn.data import fs as _fs
 from tfyarn.data._pipeline import PipelineOptions
@@ -131,9 +132,8 @@ def tfrecord_dataset(
     if reader == "native" and remote:
         if not hdfs.available():
             raise HdfsError(
-                "reader='native' opens hdfs:// through tfyarn's HDFS plugin for "
-                "TensorFlow, which is not installed (it is compiled when tfyarn is "
-                "installed with cargo on PATH); use reader='auto'"
+                f"reader='native' opens hdfs:// through the plugin: "
+                f"{_built.NOT_INSTALLED}; or use reader='auto'"
             )
         hdfs.enable()
     if reader == "native" or (reader == "auto" and not remote):

@@ -3,26 +3,47 @@
 Runs for ``pip install -e .`` (editable: the library lands next to this file,
 where ``tfyarn.hdfs`` looks for it, since the package is imported from the
 checkout) and for wheels (the library goes into the wheel, which becomes
-platform-specific). Without cargo the install goes on without the plugin,
-with a warning; ``tfyarn.enable_hdfs()`` then says how to get it.
+platform-specific: see "Packaging" in README.md here for its tag). Beside the
+library goes ``libtfyarn_hdfs.json``, the TensorFlow minor version it serves,
+checked before TensorFlow loads it (tfyarn/contract/hdfs_plugin.py). Without
+cargo the install goes on without the plugin, saying so in one line;
+``tfyarn.enable_hdfs()`` and the helpers then say it again at the first use.
 
 ``CARGO_TARGET_DIR`` and ``CARGO_BUILD_JOBS`` are honoured (cargo reads them).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import platform
+import re
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 CRATE = Path(__file__).resolve().parent
-LIBRARY = "libtfyarn_hdfs.so"
+
+
+def _contract() -> ModuleType:
+    """tfyarn/contract/hdfs_plugin.py by path: the build environment has
+    hatchling, not tfyarn's dependencies."""
+    path = CRATE.parent / "contract" / "hdfs_plugin.py"
+    spec = importlib.util.spec_from_file_location("_tfyarn_hdfs_plugin", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONTRACT = _contract()
+LIBRARY: str = CONTRACT.LIBRARY
 
 
 def _cargo() -> str | None:
@@ -50,8 +71,8 @@ def build_plugin() -> Path | None:
     cargo = _cargo()
     if cargo is None:
         print(
-            "tfyarn: cargo not found; installing without the hdfs:// plugin for "
-            "TensorFlow (install Rust from https://rustup.rs and reinstall)",
+            f"tfyarn: cargo not found, installing without the hdfs:// plugin "
+            f"({CONTRACT.FALLBACK}): to get it, {CONTRACT.HOW_TO_GET}",
             file=sys.stderr,
         )
         return None
@@ -82,6 +103,60 @@ def build_plugin() -> Path | None:
     return dest
 
 
+# Libraries every manylinux policy lets a wheel use from the system (PEP 599).
+MANYLINUX_SYSTEM = frozenset(
+    {
+        "libc.so.6",
+        "libm.so.6",
+        "libdl.so.2",
+        "libpthread.so.0",
+        "librt.so.1",
+        "libgcc_s.so.1",
+        "ld-linux-x86-64.so.2",
+        "ld-linux-aarch64.so.1",
+    }
+)
+
+
+def _needed(library: Path) -> list[str]:
+    """The library's DT_NEEDED entries (``readelf -d``)."""
+    out = subprocess.run(
+        ["readelf", "-d", str(library)], capture_output=True, text=True, check=True
+    ).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def platform_tag(library: Path) -> str:
+    """``manylinux_2_N_<arch>`` for the newest glibc symbol version the library
+    references, when it needs no library beyond manylinux's system set (so
+    ``auditwheel show`` agrees); else the plain ``linux_<arch>``.
+
+    The library does not link against TensorFlow (its C API is looked up in
+    the process), so nothing of TensorFlow's is needed or bundled.
+    """
+    arch = platform.machine()
+    plain = f"linux_{arch}"
+    if sys.platform != "linux" or shutil.which("readelf") is None:
+        return plain
+    if not set(_needed(library)) <= MANYLINUX_SYSTEM:
+        return plain
+    versions = re.findall(rb"GLIBC_2\.(\d+)", library.read_bytes())
+    minor = max([17, *(int(v) for v in versions)])  # 2.17: manylinux2014's floor
+    return f"manylinux_2_{minor}_{arch}"
+
+
+def _tensorflow_minor(dependencies: list[str]) -> str:
+    for requirement in dependencies:
+        if re.match(r"tensorflow(-cpu)?\b", requirement):
+            minor = CONTRACT.tensorflow_minor(requirement)
+            if minor:
+                return str(minor)
+    raise RuntimeError(
+        "pyproject.toml's dependencies name no tensorflow version (>=X.Y): the "
+        "hdfs:// plugin's record of what it was built for needs one"
+    )
+
+
 class CargoBuildHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
 
@@ -89,8 +164,15 @@ class CargoBuildHook(BuildHookInterface):
         if self.target_name != "wheel":
             return
         library = build_plugin()
-        if library is None or version == "editable":
+        if library is None:
+            return
+        record = CONTRACT.write_built_for(
+            library, _tensorflow_minor(self.metadata.core.dependencies)
+        )
+        if version == "editable":
             return
         build_data["force_include"][str(library)] = f"tfyarn/hdfs_plugin/{LIBRARY}"
+        build_data["force_include"][str(record)] = f"tfyarn/hdfs_plugin/{record.name}"
+        # Not a Python extension: any Python 3, one platform (as xgboost does).
         build_data["pure_python"] = False
-        build_data["infer_tag"] = True
+        build_data["tag"] = f"py3-none-{platform_tag(library)}"

@@ -87,6 +87,7 @@ def _progress(job: Job, beyond: int, timeout: float = 180) -> int:
         time.sleep(1)
 
 
+@pytest.mark.heavy  # 7-8 min a version under load: run by hand (tests/README.md)
 def test_the_production_job_rides_out_failovers_and_its_tokens_end(
     local_cluster: LocalCluster, yarn: Any, digits: str
 ) -> None:

@@ -141,6 +141,7 @@ def _wait_for_workers(job: Job, workers: int, timeout: float = 180) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 4-6 min a version under load: run by hand (tests/README.md)
 def test_a_job_is_scaled_then_stopped_gracefully(
     local_cluster: LocalCluster, yarn: Any, digits: str
 ) -> None:

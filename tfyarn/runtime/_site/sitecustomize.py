@@ -53,15 +53,43 @@ class _RegisterAfterImport:
 
 
 def _register(tf: Any, plugin: str) -> None:
+    from pathlib import Path
+
     try:
+        wrong = _contract().mismatch(Path(plugin), getattr(tf, "__version__", ""))
+        if wrong:
+            print(f"tfyarn: {wrong}", file=sys.stderr, flush=True)
+            return
         tf.experimental.register_filesystem_plugin(plugin)
     except Exception as exc:  # noqa: BLE001 - the script runs on without hdfs://
         if "already" not in str(exc).lower():
+            first = (str(exc).strip().splitlines() or [""])[0]
             print(
                 f"tfyarn: could not register the hdfs:// plugin {plugin} with "
-                f"TensorFlow: {exc}",
+                f"TensorFlow: {first}",
                 file=sys.stderr,
+                flush=True,
             )
+        return
+    # The task's log says which route hdfs:// takes (and which library).
+    print(
+        f"tfyarn: hdfs:// in TensorFlow through tfyarn's HDFS plugin {plugin}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _contract() -> Any:
+    """tfyarn/contract/hdfs_plugin.py, loaded by path: the script's
+    interpreter may not have tfyarn's dependencies (or tfyarn) importable."""
+    import importlib.util
+
+    path = os.path.join(_HERE, "..", "..", "contract", "hdfs_plugin.py")
+    spec = importlib.util.spec_from_file_location("_tfyarn_hdfs_plugin", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _install() -> None:
