@@ -16,6 +16,7 @@ TensorFlow and the digits data on HDFS:
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -199,7 +200,12 @@ def test_a_notebook_coordinates_servers_on_yarn_survives_a_worker_and_its_end_en
             out.get("text", "") for c in nb.cells for out in c.get("outputs", [])
         )
         assert accuracy_from(text) >= MIN_ACCURACY, text[-3000:]
-        assert f"steps={NOTEBOOK_STEPS}" in text, text[-3000:]
+        # At least once: a step the killed worker had applied to the ps before
+        # it died runs again elsewhere, so the counter may pass the target by
+        # the few steps in flight on it.
+        done = re.search(r"^steps=(\d+)$", text, re.MULTILINE)
+        assert done, text[-3000:]
+        assert NOTEBOOK_STEPS <= int(done.group(1)) < NOTEBOOK_STEPS + 10, text[-3000:]
         # The worker was killed mid-training and replaced alone, at its address.
         assert killer.killed_at_step is not None
         assert killer.killed_at_step < NOTEBOOK_STEPS
