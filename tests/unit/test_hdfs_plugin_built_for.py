@@ -62,7 +62,8 @@ def test_real_tensorflow_refuses_a_plugin_built_for_another_minor(
     script = textwrap.dedent(
         """
         import logging, sys
-        from tfyarn import _hdfs_route, hdfs
+        from tfyarn import hdfs
+        from tfyarn.data import _hdfs_route
         from tfyarn.errors import HdfsError
         try:
             hdfs.enable()

@@ -13,13 +13,56 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tfyarn.client.notebook_view import ViewState, render_html, render_text, summarize
 
-if TYPE_CHECKING:
-    from tfyarn.client.jobs import JobStatus
-    from tfyarn.client.tasklogs import TaskLog
+
+# What is shown of a job's status and of a task's log. Protocols, not the
+# classes: jobs.py and tasklogs.py render through this module, which must not
+# import them back.
+class JobStatus(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def app_id(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def tracking_url(self) -> str: ...
+
+    @property
+    def master(self) -> Any: ...
+
+    @property
+    def queue(self) -> str: ...
+
+    @property
+    def user(self) -> str: ...
+
+    @property
+    def diagnostics(self) -> str: ...
+
+    @property
+    def record_missing(self) -> str: ...
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def outcome(self) -> str: ...
+
+
+class TaskLog(Protocol):
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
 
 # A log longer than this shows its last this many characters in a cell.
 LOG_TAIL = 20_000
