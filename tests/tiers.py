@@ -209,7 +209,7 @@ LANES = (
     ("secure", "ha", "elastic"),
 )
 # No tier may keep CI waiting past this: it is stopped and counted failed.
-TIER_DEADLINE_S = 45 * 60
+TIER_DEADLINE_S = 60 * 60
 # Time pytest gets after SIGINT to stop its clusters before it is killed.
 STOP_GRACE_S = 120
 
