@@ -30,7 +30,7 @@ from tfyarn import _versions
 from tfyarn.client import config, shipping
 from tfyarn.client.connection import login_as, opened
 from tfyarn.client.follow import follow
-from tfyarn.client.submission import check, check_cluster, submit_spec
+from tfyarn.client.submission import check, check_cluster, fan_out, submit_spec
 from tfyarn.contract import function as _fn
 from tfyarn.errors import (
     JobFailedError,
@@ -188,10 +188,10 @@ def run(
                 status = follow(
                     yarn,
                     app_id,
-                    on_event=_both(shown.event, tracker.event),
+                    on_event=fan_out(shown.event, tracker.event),
                     on_progress=shown.progress,
-                    on_status=_both(shown.status, tracker.status),
-                    on_link=_both(shown.tracking, tracker.tracking),
+                    on_status=fan_out(shown.status, tracker.status),
+                    on_link=fan_out(shown.tracking, tracker.tracking),
                     spec=job,
                     poll_interval=own.poll_interval,
                     timeout=timeout,
@@ -211,14 +211,6 @@ def run(
             shown.finished(status.outcome, status.diagnostics)
             tracker.finished(status.outcome, status.diagnostics, status.tracking_url)
             return fetch_result(status.user, run_id, job)
-
-
-def _both(*calls: Callable[[Any], None]) -> Callable[[Any], None]:
-    def call(value: Any) -> None:
-        for c in calls:
-            c(value)
-
-    return call
 
 
 def _split(

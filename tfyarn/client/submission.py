@@ -224,10 +224,10 @@ def submit(
             status = follow_job(
                 yarn,
                 app_id,
-                on_event=_both(view.event, tracker.event),
+                on_event=fan_out(view.event, tracker.event),
                 on_progress=view.progress,
-                on_status=_both(view.status, tracker.status),
-                on_link=_both(view.tracking, tracker.tracking),
+                on_status=fan_out(view.status, tracker.status),
+                on_link=fan_out(view.tracking, tracker.tracking),
                 spec=spec,
                 poll_interval=poll_interval,
             )
@@ -251,7 +251,9 @@ def submit(
     return app_id
 
 
-def _both(*calls: Callable[[Any], None]) -> Callable[[Any], None]:
+def fan_out(*calls: Callable[[Any], None]) -> Callable[[Any], None]:
+    """One callback that calls each of ``calls`` in turn (a view and an MLflow run)."""
+
     def call(value: Any) -> None:
         for c in calls:
             c(value)
