@@ -119,6 +119,10 @@ def test_the_production_job_rides_out_failovers_and_its_tokens_end(
             killed = run_cli("cluster", "kill", "namenode", *where)
             assert killed.returncode == 0, killed.stdout + killed.stderr
             step = _progress(job, step + 10)
+            # Back as the standby, for the tests after this one.
+            crashed = killed.stdout.split()[3]  # "Killed the NameNode nn2 ..."
+            back = run_cli("cluster", "restart", "namenode", crashed, *where)
+            assert back.returncode == 0, back.stdout + back.stderr
             moved = run_cli("cluster", "failover", "resourcemanager", *where)
             assert moved.returncode == 0, moved.stdout + moved.stderr
             step = _progress(job, step + 10)
