@@ -30,10 +30,12 @@ from tfyarn.runtime import BOOTSTRAP, Runtime, TaskContext, Timeouts
 FAST = Timeouts(report_end=1.0, report_end_attempt=0.5)
 
 # Imported by the bootstrap before the message: records what it saw then.
+# Written whole, then renamed: a test that sees heavy.json reads all of it.
 HEAVY = """\
 import json, os
-with open("heavy.json", "w") as f:
+with open("heavy.json.part", "w") as f:
     json.dump({"pid": os.getpid(), "tf_config": os.environ.get("TF_CONFIG")}, f)
+os.replace("heavy.json.part", "heavy.json")
 """
 
 # Reports what `python -u SCRIPT` shows a script at its first line.
