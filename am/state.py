@@ -26,16 +26,35 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from am import policy, restart_record
 from am.attempts import Attempts
+from am.decisions import (
+    ContainerEnded,
+    ContainerSeen,
+    ContainersPolled,
+    Decision,
+    Ended,
+    Fail,
+    Finish,
+    InPlaceFailed,
+    Launched,
+    Mark,
+    Note,
+    NotRelaunched,
+    Relaunching,
+    RestartsSaving,
+    RetireKilled,
+    StallSeen,
+    StopTask,
+)
 from am.elastic import Elastic
 from am.gang import Gang
 from am.gpus import GpuLedger
 from am.launcher import ContainerInfo, Launcher
-from am.lease import Lease
+from am.lease import Lease, LeaseView
 from am.model import (
     BIG_JOB_TASKS,
     HISTORY_LIMIT,
@@ -473,7 +492,7 @@ class JobState:
 
         ``graceful`` (``--graceful``): a stop notice first (am/notice.py). The
         client kills the application once the tasks ended; should it not, the
-        master ends it KILLED itself (``am.reconcile.STOPPED_LINGER`` later).
+        master ends it KILLED itself (``am.checks.STOPPED_LINGER`` later).
         Returns the longest the tasks may take and how many were told to stop.
         """
         grace = grace if grace > 0 else self.spec.stop_grace
@@ -740,6 +759,102 @@ class JobState:
             return {}
         event = pb.ClusterEvent.FromString(self._cluster_event)
         return _clusterspec.decode(event.cluster_spec)
+
+    # -- the applier: the one place decisions change the job ---------------------------
+
+    def apply(self, decisions: Iterable[Decision]) -> None:
+        """Carry out deciders' decisions (am/decisions.py), in order.
+
+        Task states move only through :meth:`mark` (the task table), the
+        phase only through :meth:`move_to`; a failure goes through the
+        restart policy (:meth:`on_failure`).
+
+        Raises
+        ------
+        IllegalTransition
+            If a decision asks for a move the tables do not allow.
+        TypeError
+            If handed something that is not a decision the job carries out.
+        """
+        for decision in decisions:
+            self._apply_one(decision)
+
+    def _apply_one(self, d: Decision) -> None:
+        if isinstance(d, Mark):
+            self.mark(self.tasks[d.task], d.status, d.reason, quiet=d.quiet)
+        elif isinstance(d, Fail):
+            task = self.tasks[d.task]
+            if d.disruption:
+                self.disrupted[task] = d.disruption
+            self.on_failure(task, d.reason, d.kind)
+        elif isinstance(d, Finish):
+            self.outcome = (d.phase, d.diagnostics)
+        elif isinstance(d, StopTask):
+            self.request_stop(self.tasks[d.task], d.reason)
+        elif isinstance(d, Note):
+            self.note(self.tasks[d.task], d.text, quiet=d.quiet)
+        elif isinstance(d, StallSeen):
+            self.progress_at = None
+        elif isinstance(d, InPlaceFailed):
+            self.attempts.in_place_failed(self.tasks[d.task], d.why)
+        elif isinstance(d, ContainerSeen):
+            task = self.tasks[d.task]
+            if d.yarn_container_id is not None:
+                task.yarn_container_id = d.yarn_container_id
+            if d.node is not None:
+                task.node = d.node
+        elif isinstance(d, ContainerEnded):
+            self.tasks[d.task].container_ended_at = d.at
+        elif isinstance(d, ContainersPolled):
+            self.containers = dict(d.containers)
+        elif isinstance(d, Launched):
+            task = self.tasks[d.task]
+            task.container_id = d.container_id
+            if d.requested_at is not None:
+                task.requested_at = d.requested_at
+            self.note(task, d.note, quiet=d.quiet)
+        elif isinstance(d, Relaunching):
+            task = self.tasks[d.task]
+            task.retiring = None
+            self.relaunch.discard(task)
+            self.mark(task, TaskState.REQUESTED, f"attempt {task.attempt}")
+            # A gang give-back's new request still counts from the formation's start.
+            since, task.waiting_since = task.waiting_since, None
+            task.requested_at = d.now if since is None else since
+        elif isinstance(d, NotRelaunched):
+            task = self.tasks[d.task]
+            self.relaunch.discard(task)
+            self.mark(task, TaskState.KILLED, d.reason)
+        elif isinstance(d, RetireKilled):
+            task = self.tasks[d.task]
+            task.retire_killed = True
+            task.retire_by = d.by
+        elif isinstance(d, RestartsSaving):
+            self.restarts_unsaved = False
+        elif isinstance(d, Ended):
+            self.diagnostics = d.diagnostics
+        else:
+            raise TypeError(f"not a decision the job carries out: {d!r}")
+
+    # -- what deciders read besides the state's own fields (am/view.py) ---------------
+
+    @property
+    def draining(self) -> bool:
+        return self.notices.active
+
+    @property
+    def standby(self) -> Collection[Task]:
+        return self.resizer.standby
+
+    @property
+    def gang_gave_back(self) -> int:
+        return self.gang.gave_back
+
+    def gpu_trouble(self) -> str:
+        return self.gpus.trouble()
+
+    def lease_view(self, now: float) -> LeaseView:
+        return self.lease.view(now, settled=self.settled)
 
     # -- what the reconcile loop calls too ---------------------------------------------
 

@@ -1,0 +1,196 @@
+"""What a decider says should happen to the job: plain, frozen values.
+
+Deciders (:mod:`am.checks`, :mod:`am.gang`, :mod:`am.policy`, :mod:`am.lease`)
+read a view of the job (:mod:`am.view`) and return these; only
+:meth:`am.state.JobState.apply` carries them out, through the transition
+tables (:mod:`am.transitions`), so one module changes the job's state.
+
+Tasks are named by their key, ``(role, index)``: a decision holds no task
+object it could change. Calls to YARN are not decisions: the reconcile loop
+makes them (:mod:`am.reconcile`) and reports what they did as decisions
+(:class:`Launched`, :class:`RetireKilled`, ...). :class:`AskAccount` is the
+one the loop itself carries out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from am.launcher import ContainerInfo
+from am.policy import Failure
+from tfyarn.contract.status import Phase, TaskState
+from tfyarn.spec import Role
+
+TaskKey = tuple[Role, int]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Move a task to ``status`` within its attempt (the task table decides if it may)."""
+
+    task: TaskKey
+    status: TaskState
+    reason: str
+    quiet: bool = False
+
+
+@dataclass(frozen=True)
+class Fail:
+    """A task failed: the restart policy (:func:`am.policy.decide`) says what it costs.
+
+    ``disruption``: YARN's word when it took the container back ("preempted").
+    """
+
+    task: TaskKey
+    reason: str
+    kind: Failure
+    disruption: str = ""
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The job's outcome is decided: the loop ends with ``phase`` and ``diagnostics``.
+
+    ``end_app``: the master ends the application itself, even KILLED (no
+    client will kill it: a lease expired, or the client that stopped the job
+    never came back).
+    """
+
+    phase: Phase
+    diagnostics: str
+    end_app: bool = False
+
+
+@dataclass(frozen=True)
+class StopTask:
+    """Tell a task to stop (a Stop on its streams; killed if it does not)."""
+
+    task: TaskKey
+    reason: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """A line in a task's history."""
+
+    task: TaskKey
+    text: str
+    quiet: bool = False
+
+
+@dataclass(frozen=True)
+class StallSeen:
+    """A stall was charged: progress is forgotten so one stall fails once."""
+
+
+@dataclass(frozen=True)
+class InPlaceFailed:
+    """A restart in place did not come back: a new container is asked for."""
+
+    task: TaskKey
+    why: str
+
+
+@dataclass(frozen=True)
+class ContainerSeen:
+    """YARN's view of a task's container: its YARN id and node, when newly known."""
+
+    task: TaskKey
+    yarn_container_id: str | None
+    node: str | None
+
+
+@dataclass(frozen=True)
+class ContainerEnded:
+    """YARN says the task's container ended (the runtime may still report)."""
+
+    task: TaskKey
+    at: float
+
+
+@dataclass(frozen=True)
+class ContainersPolled:
+    """YARN's view of every container, as the last poll returned it."""
+
+    containers: Mapping[str, ContainerInfo]
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A container was asked for the task's current attempt (``requested_at``:
+    when, if not already set by :class:`Relaunching`)."""
+
+    task: TaskKey
+    container_id: str
+    note: str
+    quiet: bool = False
+    requested_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Relaunching:
+    """The task's previous container ended (or was given up on): it leaves the
+    relaunch queue, REQUESTED at ``now`` (a gang give-back's request still
+    counts from the formation's start), and its new container is asked for next."""
+
+    task: TaskKey
+    now: float
+
+
+@dataclass(frozen=True)
+class NotRelaunched:
+    """The job finished while the task waited to be relaunched: KILLED instead."""
+
+    task: TaskKey
+    reason: str
+
+
+@dataclass(frozen=True)
+class RetireKilled:
+    """The old container of a relaunching task was killed; it has until ``by`` to end."""
+
+    task: TaskKey
+    by: float
+
+
+@dataclass(frozen=True)
+class RestartsSaving:
+    """The restart record is being saved for a later master attempt."""
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The application ends with these diagnostics (as YARN keeps them)."""
+
+    diagnostics: str
+
+
+@dataclass(frozen=True)
+class AskAccount:
+    """Ask the container's NodeManager why it ended (the reconcile loop does)."""
+
+    container: ContainerInfo
+
+
+Decision = (
+    Mark
+    | Fail
+    | Finish
+    | StopTask
+    | Note
+    | StallSeen
+    | InPlaceFailed
+    | ContainerSeen
+    | ContainerEnded
+    | ContainersPolled
+    | Launched
+    | Relaunching
+    | NotRelaunched
+    | RetireKilled
+    | RestartsSaving
+    | Ended
+    | AskAccount
+)
+"""Every decision; :meth:`am.state.JobState.apply` carries out all but
+:class:`AskAccount`, which the reconcile loop does (a call to YARN)."""
