@@ -78,6 +78,27 @@ class Held:
 # -- a task's container ----------------------------------------------------------
 
 
+def _restarting_in_place(task: TaskView) -> bool:
+    # Unless the master killed it meanwhile (the job is ending): a killed
+    # restart is over, not retried in a new container.
+    return task.in_place_stop is not None and not task.state.is_terminal()
+
+
+def container_seen(view: JobView, task: TaskView) -> list[Decision]:
+    """The YARN id and node of the task's container, once YARN shows them.
+
+    Applied before :func:`watch_container` asks, so that what it says of the
+    task names them.
+    """
+    info = view.containers.get(task.container_id or "")
+    if _restarting_in_place(task) or info is None or task.state.is_terminal():
+        return []
+    yarn_id = info.yarn_container_id if not task.yarn_container_id else ""
+    if not yarn_id and not info.node:
+        return []
+    return [ContainerSeen(key_of(task), yarn_id or None, info.node or None)]
+
+
 def watch_container(
     view: JobView, task: TaskView, now: float, account: Account | None = None
 ) -> list[Decision]:
@@ -85,9 +106,7 @@ def watch_container(
     NodeManager's, if asked for; an :class:`AskAccount` asks)."""
     info = view.containers.get(task.container_id or "")
     key = key_of(task)
-    # Restarting in place, unless the master killed it meanwhile (the job
-    # is ending): a killed restart is over, not retried in a new container.
-    if task.in_place_stop is not None and not task.state.is_terminal():
+    if _restarting_in_place(task):
         if info is not None and info.ended:
             return [InPlaceFailed(key, f"its container ended {info.state}")]
         if now > task.in_place_by:
@@ -96,9 +115,6 @@ def watch_container(
     if info is None or task.state.is_terminal():
         return []
     out: list[Decision] = []
-    yarn_id = info.yarn_container_id if not task.yarn_container_id else None
-    if yarn_id or info.node:
-        out.append(ContainerSeen(key, yarn_id or None, info.node or None))
     if task.state is TaskState.REQUESTED and info.state == "RUNNING":
         out.append(
             Mark(

@@ -398,6 +398,7 @@ class Reconciler:
             done = asked.done()
             words = asked.result() if done and not asked.exception() else ""
             account = Account(done, words)
+        self._carry_out(checks.container_seen(self.state, task))
         decisions = checks.watch_container(self.state, task, now, account)
         if any(isinstance(d, Mark) and d.status is TaskState.LOST for d in decisions):
             self._accounts.pop(cid, None)  # its verdict is in: the account is spent
