@@ -14,8 +14,9 @@ one the loop itself carries out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from am.launcher import ContainerInfo
 from am.policy import Failure
@@ -167,6 +168,34 @@ class Ended:
 
 
 @dataclass(frozen=True)
+class ServingAt:
+    """The master's gRPC service listens at ``address`` (``host:port``)."""
+
+    address: str
+
+
+@dataclass(frozen=True)
+class Warn:
+    """A warning every reader of the status sees (am/tokens.py: no keytab)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class TokenStatus:
+    """What the status says of the job's HDFS delegation tokens (am/tokens.py)."""
+
+    status: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class FailureHint:
+    """A line for a failed task's diagnostics, from its stderr's tail ("" if none)."""
+
+    hint: Callable[[str], str]
+
+
+@dataclass(frozen=True)
 class AskAccount:
     """Ask the container's NodeManager why it ended (the reconcile loop does)."""
 
@@ -190,6 +219,10 @@ Decision = (
     | RetireKilled
     | RestartsSaving
     | Ended
+    | ServingAt
+    | Warn
+    | TokenStatus
+    | FailureHint
     | AskAccount
 )
 """Every decision; :meth:`am.state.JobState.apply` carries out all but

@@ -141,8 +141,7 @@ class Notices:
             or task.stop_requested_at is not None
         ):
             return False
-        drain.ended[task] = code
-        task.exit_code = code
+        drain.ended[task] = code  # the state records its exit code
         self.state.note(
             task,
             f"script ended (exit {code}) after the stop notice: it waits for the "

@@ -38,6 +38,7 @@ from am.decisions import (
     Decision,
     Ended,
     Fail,
+    FailureHint,
     Finish,
     InPlaceFailed,
     Launched,
@@ -47,8 +48,11 @@ from am.decisions import (
     Relaunching,
     RestartsSaving,
     RetireKilled,
+    ServingAt,
     StallSeen,
     StopTask,
+    TokenStatus,
+    Warn,
 )
 from am.elastic import Elastic
 from am.gang import Gang
@@ -464,6 +468,7 @@ class JobState:
         if task.state.is_terminal():
             return  # already decided (e.g. its container was seen gone first)
         if self.notices.on_end(task, code):
+            task.exit_code = code
             return  # saved for a stop notice: it waits for the next generation
         task.exit_code = code
         task.stderr_tail = tail[-STDERR_TAIL_CHARS:]
@@ -629,7 +634,16 @@ class JobState:
         self, attempt: int, record: dict[str, Any] | None
     ) -> None:
         """Go on from an earlier master attempt's record (am/restart_record.py)."""
-        restart_record.resume(self, attempt, record)
+        counts = restart_record.resume(attempt, record)
+        self.budget_used = counts.budget_used
+        self.failures = list(counts.failures)
+        self.errors_seen = set(counts.errors_seen)
+        self.restart_reasons = list(counts.restart_reasons)
+        self.disruption_reasons = list(counts.disruption_reasons)
+        self.disruption_kinds = dict(counts.disruption_kinds)
+        self.restarts = counts.restarts
+        self.cluster_restarts = counts.cluster_restarts
+        self.restarts_unsaved = True
 
     def next_attempt(self, task: Task, why: str) -> None:
         """Forget what belonged to the task's current attempt; begin the next.
@@ -833,6 +847,15 @@ class JobState:
             self.restarts_unsaved = False
         elif isinstance(d, Ended):
             self.diagnostics = d.diagnostics
+        elif isinstance(d, ServingAt):
+            self.master_address = d.address
+        elif isinstance(d, Warn):
+            self.warnings.append(d.text)
+        elif isinstance(d, TokenStatus):
+            self.hdfs_tokens = dict(d.status)
+            self.publisher.dirty = True
+        elif isinstance(d, FailureHint):
+            self.failure_hint = d.hint
         else:
             raise TypeError(f"not a decision the job carries out: {d!r}")
 

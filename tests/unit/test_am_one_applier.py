@@ -41,11 +41,7 @@ BUILDS_THE_JOB = "__main__.py"
 # deciders), gang.py, policy.py, lease.py (deciders from the start).
 NOT_YET_DECIDERS: dict[str, str] = {
     "attempts.py": "ends and begins attempts on the tasks it is handed",
-    "notice.py": "records a saved script's exit code during a drain",
     "resize.py": "swaps the job's spec, tasks and members for the new size",
-    "restart_record.py": "resume() writes the counters a later attempt goes on with",
-    "tokens.py": "sets the failure hint, warnings and token status on the state",
-    "__main__.py": "sets the master's address once the server listens",
 }
 # Modules that still import am.state (under TYPE_CHECKING, for its type).
 STILL_IMPORT_STATE: dict[str, str] = {
@@ -59,9 +55,7 @@ STILL_IMPORT_STATE: dict[str, str] = {
         "publish.py",
         "record.py",
         "resize.py",
-        "restart_record.py",
         "servicer.py",
-        "tokens.py",
     )
 }
 # JobState's attributes that are not facts about the job: the asyncio.Event
