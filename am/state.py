@@ -51,6 +51,7 @@ from am.decisions import (
     ServingAt,
     StallSeen,
     StopTask,
+    TaskKey,
     TokenStatus,
     Warn,
 )
@@ -427,6 +428,12 @@ class JobState:
             for watcher in task.watchers:
                 watcher.put(event)
 
+    def renew_lease(self, holder: str) -> None:
+        """A server set's client renewed its lease (am/lease.py)."""
+        if self.lease.renewed_at is None:
+            log.info("lease first renewed by %s", holder or "a client")
+        self.lease.renew(self.clock(), holder)
+
     def unwatch(self, watcher: Watcher) -> None:
         watcher.task.watchers.discard(watcher)
 
@@ -700,10 +707,11 @@ class JobState:
             self.give_back(step.give_back, step.reason, relaunch_at=step.relaunch_at)
 
     def give_back(
-        self, tasks: Iterable[Task], reason: str, *, relaunch_at: float
+        self, keys: Iterable[TaskKey], reason: str, *, relaunch_at: float
     ) -> None:
         """Gang allocation (am/gang.py): end these forming tasks' attempts now
         (:meth:`am.attempts.Attempts.give_back`)."""
+        tasks = [self.tasks[key] for key in keys]
         self.attempts.give_back(tasks, reason, relaunch_at=relaunch_at)
         self.unregistered = set(self.cluster_members)
 

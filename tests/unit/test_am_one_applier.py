@@ -49,13 +49,8 @@ STILL_IMPORT_STATE: dict[str, str] = {
     for name in (
         "attempts.py",
         "elastic.py",
-        "gang.py",
-        "gpus.py",
         "notice.py",
-        "publish.py",
-        "record.py",
         "resize.py",
-        "servicer.py",
     )
 }
 # JobState's attributes that are not facts about the job: the asyncio.Event
