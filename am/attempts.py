@@ -3,16 +3,17 @@
 Two ways, both into the next attempt (RELAUNCHING, see am/transitions.py):
 retired, to a new container (the old one gets a Stop with grace, then is
 killed; the new one is asked for once the old one ended), or restarted in
-place, in the container it holds. :class:`am.state.JobState` decides which
+place, in the container it holds. The job decides which
 (am/policy.py) and calls :class:`Attempts`; the reconcile loop carries out the
 kills and launches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
+from am.launcher import ContainerInfo
 from am.model import (
     IN_PLACE_REGISTER,
     KILL_MARGIN,
@@ -21,15 +22,36 @@ from am.model import (
     stop_event,
 )
 from tfyarn.contract.status import TaskState
+from tfyarn.spec import JobSpec
 
 if TYPE_CHECKING:
-    from am.state import JobState
+    from am.resize import Resizer
+
+
+class Job(Protocol):
+    """What ending and beginning attempts needs of the job (JobState has it)."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    @property
+    def containers(self) -> Mapping[str, ContainerInfo]: ...
+    @property
+    def relaunch(self) -> set[Task]: ...
+    @property
+    def resizer(self) -> Resizer: ...
+
+    def task(self, role: str, index: int, attempt: int | None = None) -> Task: ...
+    def next_attempt(self, task: Task, why: str) -> None: ...
+    def note(self, task: Task, text: str, *, quiet: bool = False) -> None: ...
+    def poke(self) -> None: ...
 
 
 class Attempts:
     """Ends one job's task attempts and queues the next ones (see the module)."""
 
-    def __init__(self, state: JobState) -> None:
+    def __init__(self, state: Job) -> None:
         self.state = state
 
     def retire(self, task: Task, reason: str) -> None:

@@ -18,15 +18,52 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
+from am.launcher import ContainerInfo, Launcher
 from am.model import KILL_MARGIN, Task, TaskRejected, stop_event
 from am.transitions import NEW_ATTEMPT
 from tfyarn.contract.status import Phase
 from tfyarn.spec import JobSpec, Role
 
 if TYPE_CHECKING:
-    from am.state import JobState
+    from am.notice import Notices
+
+
+class Job(Protocol):
+    """What a resize reads and (not yet through the applier) replaces of the job.
+
+    The job's spec, tasks and members are swapped here for the new size: the
+    one part of the master that still writes the state itself besides
+    am/attempts.py (tests/unit/test_am_one_applier.py lists both).
+    """
+
+    spec: JobSpec
+    tasks: dict[tuple[Role, int], Task]
+    cluster_members: tuple[Task, ...]
+    unregistered: set[Task]
+    restarts_unsaved: bool
+
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def settled(self) -> bool: ...
+    @property
+    def notices(self) -> Notices: ...
+    @property
+    def relaunch(self) -> set[Task]: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    @property
+    def containers(self) -> Mapping[str, ContainerInfo]: ...
+    @property
+    def launcher(self) -> Launcher: ...
+
+    def note(self, task: Task, text: str, *, quiet: bool = False) -> None: ...
+    def poke(self) -> None: ...
+    def restart_cluster(self, reason: str) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +77,7 @@ def resized(spec: JobSpec, num_worker: int) -> JobSpec:
     return dataclasses.replace(spec, tasks={**spec.tasks, Role.WORKER: group})
 
 
-def refusal(state: JobState, num_worker: int) -> TaskRejected | None:
+def refusal(state: Job, num_worker: int) -> TaskRejected | None:
     """Why the job cannot be resized to ``num_worker`` now (None: it can)."""
     spec = state.spec
     if not spec.count(Role.WORKER):
@@ -75,7 +112,7 @@ def refusal(state: JobState, num_worker: int) -> TaskRejected | None:
 class Resizer:
     """One job's resizes: the requests, the new generation, the removed workers."""
 
-    def __init__(self, state: JobState) -> None:
+    def __init__(self, state: Job) -> None:
         self.state = state
         self.reasons: list[str] = []  # one per resize, oldest first
         # The worker count to keep or grow back to: the submitted one, then

@@ -43,16 +43,6 @@ NOT_YET_DECIDERS: dict[str, str] = {
     "attempts.py": "ends and begins attempts on the tasks it is handed",
     "resize.py": "swaps the job's spec, tasks and members for the new size",
 }
-# Modules that still import am.state (under TYPE_CHECKING, for its type).
-STILL_IMPORT_STATE: dict[str, str] = {
-    name: "typed with JobState, not a protocol of its own yet"
-    for name in (
-        "attempts.py",
-        "elastic.py",
-        "notice.py",
-        "resize.py",
-    )
-}
 # JobState's attributes that are not facts about the job: the asyncio.Event
 # the reconcile loop sleeps on (``poke`` sets it, the loop clears it).
 SIGNALS = frozenset({"wakeup"})
@@ -193,10 +183,7 @@ def test_only_the_applier_changes_the_job(module: str) -> None:
 @pytest.mark.parametrize("module", [m for m in MODULES if m != BUILDS_THE_JOB])
 def test_no_module_imports_the_state(module: str) -> None:
     found = imports_state((AM / module).read_text())
-    if module in STILL_IMPORT_STATE:
-        assert found, f"{module} no longer imports am.state: drop it from the list"
-    else:
-        assert not found, f"{module} imports am.state: {found}"
+    assert not found, f"{module} imports am.state: {found}"
 
 
 # The rule itself, on small sources: what it catches and what it lets be.
