@@ -108,9 +108,10 @@ def watch_container(
     key = key_of(task)
     if _restarting_in_place(task):
         if info is not None and info.ended:
-            return [InPlaceFailed(key, f"its container ended {info.state}")]
+            return [InPlaceFailed(key, f"its container ended {info.state}", None)]
         if now > task.in_place_by:
-            return [InPlaceFailed(key, "it did not register again in time")]
+            why = "it did not register again in time"
+            return [InPlaceFailed(key, why, task.container_id)]  # killed at once
         return []
     if info is None or task.state.is_terminal():
         return []

@@ -87,10 +87,46 @@ class StallSeen:
 
 @dataclass(frozen=True)
 class InPlaceFailed:
-    """A restart in place did not come back: a new container is asked for."""
+    """A restart in place did not come back: a new container is asked for
+    (``retiring``: the container still alive, killed at once)."""
 
     task: TaskKey
     why: str
+    retiring: str | None
+
+
+@dataclass(frozen=True)
+class Retire:
+    """End the task's attempt: a Stop, its container left behind (``retiring``,
+    killed after ``grace`` if still alive), the next attempt queued for a new one."""
+
+    task: TaskKey
+    reason: str
+    grace: float
+    retiring: str | None
+
+
+@dataclass(frozen=True)
+class RestartInPlace:
+    """Restart the task's script in its own container: a Stop naming the next
+    attempt, which must register by ``by``; ``note`` goes in its history."""
+
+    task: TaskKey
+    reason: str
+    by: float
+    note: str
+
+
+@dataclass(frozen=True)
+class GaveBack:
+    """Gang allocation gave the task's container back (after its :class:`Retire`):
+    killed at once (``retire_by``), asked for again at ``relaunch_at``, its
+    registration timeout still counting from ``waiting_since``."""
+
+    task: TaskKey
+    retire_by: float
+    relaunch_at: float
+    waiting_since: float
 
 
 @dataclass(frozen=True)
@@ -210,6 +246,9 @@ Decision = (
     | Note
     | StallSeen
     | InPlaceFailed
+    | Retire
+    | RestartInPlace
+    | GaveBack
     | ContainerSeen
     | ContainerEnded
     | ContainersPolled

@@ -40,13 +40,16 @@ from am.decisions import (
     Fail,
     FailureHint,
     Finish,
+    GaveBack,
     InPlaceFailed,
     Launched,
     Mark,
     Note,
     NotRelaunched,
     Relaunching,
+    RestartInPlace,
     RestartsSaving,
+    Retire,
     RetireKilled,
     ServingAt,
     StallSeen,
@@ -602,7 +605,7 @@ class JobState:
             self.outcome = (Phase.FAILED, message)
         elif action is Action.REPLACE_TASK:
             self._record_restart(f"{task.key} replaced: {reason}", charge=True)
-            self.attempts.replace(task, reason)
+            self.apply([self.attempts.replace(task, reason)])
         else:
             self._record_restart(f"cluster restarted: {reason}", charge=True)
             self.restart_cluster(reason)
@@ -622,7 +625,7 @@ class JobState:
         self.disruption_reasons.append(reason)
         self.restarts_unsaved = True
         if action is Action.REPLACE_TASK:
-            self.attempts.replace(task, reason)
+            self.apply([self.attempts.replace(task, reason)])
         else:
             self.restart_cluster(reason)
 
@@ -685,15 +688,17 @@ class JobState:
         self.progress_at = None
         self.cluster_formed_at = None
         log.warning("restarting the whole cluster: %s", reason)
+        attempts = self.attempts
+        why = f"the cluster restarts: {reason}"
         for task in self.tasks.values():
-            if self.attempts.can_restart_in_place(task):
-                self.attempts.restart_in_place(task, f"the cluster restarts: {reason}")
-            elif self.attempts.not_started_yet(task):
+            if attempts.can_restart_in_place(task):
+                self.apply([attempts.restart_in_place(task, why)])
+            elif attempts.not_started_yet(task):
                 # Its runtime has not registered: it registers into the next
                 # generation as it is (a standby worker joining a resize).
                 self.note(task, f"keeps its new container: {reason}")
             else:
-                self.attempts.retire(task, f"the cluster restarts: {reason}")
+                self.apply([attempts.retire(task, why)])
         self.poke()
         self.unregistered = set(self.cluster_members)
 
@@ -711,8 +716,9 @@ class JobState:
     ) -> None:
         """Gang allocation (am/gang.py): end these forming tasks' attempts now
         (:meth:`am.attempts.Attempts.give_back`)."""
-        tasks = [self.tasks[key] for key in keys]
-        self.attempts.give_back(tasks, reason, relaunch_at=relaunch_at)
+        for key in keys:
+            task = self.tasks[key]
+            self.apply(self.attempts.give_back(task, reason, relaunch_at=relaunch_at))
         self.unregistered = set(self.cluster_members)
 
     def _on_lead_success(self) -> None:
@@ -818,7 +824,36 @@ class JobState:
         elif isinstance(d, StallSeen):
             self.progress_at = None
         elif isinstance(d, InPlaceFailed):
-            self.attempts.in_place_failed(self.tasks[d.task], d.why)
+            task = self.tasks[d.task]
+            self._queue_relaunch(task, 0, d.retiring)
+            if task.retiring:
+                task.attempt += 1  # its late registration, before the kill, is refused
+            self.note(
+                task,
+                f"restart in place failed ({d.why}): asking for a new container",
+            )
+        elif isinstance(d, Retire):
+            task = self.tasks[d.task]
+            task.tell_stop(stop_event(d.reason, self.spec.stop_grace))
+            task.watchers.clear()
+            self._queue_relaunch(task, d.grace, d.retiring)
+            self.next_attempt(task, d.reason)
+        elif isinstance(d, RestartInPlace):
+            task = self.tasks[d.task]
+            event = stop_event(
+                d.reason, self.spec.stop_grace, next_attempt=task.attempt + 1
+            )
+            task.tell_stop(event)
+            task.watchers.clear()
+            task.in_place_stop = event
+            task.in_place_by = d.by
+            self.next_attempt(task, d.note)
+        elif isinstance(d, GaveBack):
+            task = self.tasks[d.task]
+            task.retire_by = d.retire_by
+            task.relaunch_at = d.relaunch_at
+            task.waiting_since = d.waiting_since
+            task.host = task.port = None
         elif isinstance(d, ContainerSeen):
             task = self.tasks[d.task]
             if d.yarn_container_id is not None:
@@ -866,6 +901,17 @@ class JobState:
             self.failure_hint = d.hint
         else:
             raise TypeError(f"not a decision the job carries out: {d!r}")
+
+    def _queue_relaunch(self, task: Task, grace: float, retiring: str | None) -> None:
+        """Leave the task's container behind: the reconcile loop kills it if
+        still alive after ``grace`` seconds, then asks YARN for a new one."""
+        task.retiring = retiring
+        task.retire_by = self.clock() + grace
+        task.retire_killed = False
+        task.in_place_stop = None
+        task.container_id = task.yarn_container_id = task.node = None
+        self.relaunch.add(task)
+        self.poke()
 
     # -- what deciders read besides the state's own fields (am/view.py) ---------------
 

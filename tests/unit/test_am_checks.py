@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from am import checks
+from am.attempts import Attempts
 from am.checks import Account, Held
 from am.decisions import (
     AskAccount,
@@ -21,13 +22,16 @@ from am.decisions import (
     Ended,
     Fail,
     Finish,
+    GaveBack,
     InPlaceFailed,
     Launched,
     Mark,
     Note,
     NotRelaunched,
     Relaunching,
+    RestartInPlace,
     RestartsSaving,
+    Retire,
     RetireKilled,
     StallSeen,
     StopTask,
@@ -309,13 +313,13 @@ LOST = (
             {"state": TaskState.RELAUNCHING, "in_place_stop": b"stop"},
             info("KILLED"),
             None,
-            [InPlaceFailed(W0, "its container ended KILLED")],
+            [InPlaceFailed(W0, "its container ended KILLED", None)],
         ),
         (
             {"state": TaskState.RELAUNCHING, "in_place_stop": b"s", "in_place_by": 1},
             info("RUNNING"),
             None,
-            [InPlaceFailed(W0, "it did not register again in time")],
+            [InPlaceFailed(W0, "it did not register again in time", "worker_0")],
         ),
         ({"state": TaskState.SUCCEEDED}, info("FAILED"), None, []),
     ],
@@ -536,3 +540,92 @@ def test_apply_refuses_an_illegal_move_and_what_is_not_its_own() -> None:
     assert state.tasks[W0].state is TaskState.REQUESTED
     with pytest.raises(TypeError):
         state.apply([AskAccount(ContainerInfo("worker_0", "FAILED"))])
+
+
+def test_apply_ends_and_begins_attempts() -> None:
+    def prepare(state: JobState) -> None:
+        state.tasks[W0].container_id = "worker_0"
+        state.tasks[W1].container_id = "worker_1"
+
+    state = _applied(
+        [
+            RestartInPlace(W0, "again", NOW + 45, "restarting in place in worker_0"),
+            Retire(W1, "replaced", 15.0, "worker_1"),
+            GaveBack(W1, NOW, NOW + 9, NOW - 3),
+        ],
+        prepare,
+    )
+    w0, w1 = state.tasks[W0], state.tasks[W1]
+    assert (w0.attempt, w0.state) == (1, TaskState.RELAUNCHING)
+    assert w0.in_place_stop is not None and w0.in_place_by == NOW + 45
+    assert w0.container_id == "worker_0"  # it stays in its container
+    assert (w1.attempt, w1.state, w1.container_id) == (1, TaskState.RELAUNCHING, None)
+    assert (w1.retiring, w1.retire_by, w1.relaunch_at) == ("worker_1", NOW, NOW + 9)
+    assert (w1.waiting_since, w1.host) == (NOW - 3, None)
+    assert state.relaunch == {w1}
+    state.apply([InPlaceFailed(W0, "late", "worker_0")])
+    # Its late registration from the old attempt is refused: one more attempt.
+    assert (w0.attempt, w0.retiring, w0.in_place_stop) == (2, "worker_0", None)
+    assert state.relaunch == {w0, w1}
+
+
+@dataclass
+class AttemptsView:
+    """What am/attempts.py reads of the job."""
+
+    containers: dict[str, ContainerInfo] = field(default_factory=dict)
+    spec: JobSpec = SPEC
+    clock: Callable[[], float] = lambda: NOW
+    resizer: Any = None
+
+    def task(self, role: str, index: int, attempt: int | None = None) -> Task:
+        raise AssertionError("not asked here")
+
+
+@pytest.mark.parametrize(
+    ("fields", "alive", "expected"),
+    [
+        # Registered in a live container: in place, within its grace.
+        (
+            {"state": TaskState.RUNNING, "last_heartbeat": NOW},
+            True,
+            RestartInPlace(
+                W0,
+                "worker:0 restarts: boom",
+                NOW + 10 + 5 + 30,
+                "restarting in place in worker_0: worker:0 restarts: boom",
+            ),
+        ),
+        # Its container ended: a new one, the old one not waited for.
+        (
+            {"state": TaskState.RUNNING, "last_heartbeat": NOW},
+            False,
+            Retire(W0, "worker:0 is replaced: boom", 15.0, None),
+        ),
+        # Silent: no grace, its container killed at once.
+        (
+            {"state": TaskState.LOST, "last_heartbeat": NOW - 99},
+            True,
+            Retire(W0, "worker:0 is replaced: boom", 0, "worker_0"),
+        ),
+        # Its script failed and the runtime waits for the answer: in place.
+        (
+            {"state": TaskState.FAILED, "exit_code": 1, "last_heartbeat": NOW},
+            True,
+            RestartInPlace(
+                W0,
+                "worker:0 restarts: boom",
+                NOW + 45,
+                "restarting in place in worker_0: worker:0 restarts: boom",
+            ),
+        ),
+    ],
+    ids=["in place", "container gone", "silent", "script failed"],
+)
+def test_attempts_replace(
+    fields: dict[str, Any], alive: bool, expected: Decision
+) -> None:
+    state = "RUNNING" if alive else "KILLED"
+    containers = {"worker_0": ContainerInfo("worker_0", state)}
+    attempts = Attempts(AttemptsView(containers))
+    assert attempts.replace(task(**fields), "boom") == expected

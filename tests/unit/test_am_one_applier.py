@@ -40,7 +40,6 @@ BUILDS_THE_JOB = "__main__.py"
 # design notes). Converted so far: reconcile.py (its checks are am/checks.py's
 # deciders), gang.py, policy.py, lease.py (deciders from the start).
 NOT_YET_DECIDERS: dict[str, str] = {
-    "attempts.py": "ends and begins attempts on the tasks it is handed",
     "resize.py": "swaps the job's spec, tasks and members for the new size",
 }
 # JobState's attributes that are not facts about the job: the asyncio.Event
