@@ -204,6 +204,30 @@ class Ended:
 
 
 @dataclass(frozen=True)
+class Resize:
+    """The next generation, with ``num_worker`` workers (after its stop notice)."""
+
+    num_worker: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class AddStandby:
+    """Worker ``index`` is asked for ahead of a resize, standing by outside the cluster."""
+
+    index: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class DropStandby:
+    """A standing-by worker leaves the job (not wanted any more, or failed)."""
+
+    task: TaskKey
+    reason: str
+
+
+@dataclass(frozen=True)
 class ServingAt:
     """The master's gRPC service listens at ``address`` (``host:port``)."""
 
@@ -249,6 +273,9 @@ Decision = (
     | Retire
     | RestartInPlace
     | GaveBack
+    | Resize
+    | AddStandby
+    | DropStandby
     | ContainerSeen
     | ContainerEnded
     | ContainersPolled

@@ -18,12 +18,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from am.decisions import AddStandby, Decision, DropStandby, Resize
 from am.launcher import ContainerInfo, Launcher
-from am.model import KILL_MARGIN, Task, TaskRejected, stop_event
-from am.transitions import NEW_ATTEMPT
+from am.model import Task, TaskRejected
+from am.view import key_of
 from tfyarn.contract.status import Phase
 from tfyarn.spec import JobSpec, Role
 
@@ -32,19 +33,11 @@ if TYPE_CHECKING:
 
 
 class Job(Protocol):
-    """What a resize reads and (not yet through the applier) replaces of the job.
+    """What a resize reads of the job; the new generation is the state's to
+    make (:class:`~am.decisions.Resize`, applied by ``JobState.apply``)."""
 
-    The job's spec, tasks and members are swapped here for the new size: the
-    one part of the master that still writes the state itself besides
-    am/attempts.py (tests/unit/test_am_one_applier.py lists both).
-    """
-
-    spec: JobSpec
-    tasks: dict[tuple[Role, int], Task]
-    cluster_members: tuple[Task, ...]
-    unregistered: set[Task]
-    restarts_unsaved: bool
-
+    @property
+    def spec(self) -> JobSpec: ...
     @property
     def phase(self) -> Phase: ...
     @property
@@ -52,7 +45,7 @@ class Job(Protocol):
     @property
     def notices(self) -> Notices: ...
     @property
-    def relaunch(self) -> set[Task]: ...
+    def tasks(self) -> Mapping[tuple[Role, int], Task]: ...
     @property
     def clock(self) -> Callable[[], float]: ...
     @property
@@ -60,9 +53,8 @@ class Job(Protocol):
     @property
     def launcher(self) -> Launcher: ...
 
-    def note(self, task: Task, text: str, *, quiet: bool = False) -> None: ...
+    def apply(self, decisions: Iterable[Decision]) -> None: ...
     def poke(self) -> None: ...
-    def restart_cluster(self, reason: str) -> None: ...
 
 
 log = logging.getLogger(__name__)
@@ -181,84 +173,33 @@ class Resizer:
     def begin(self, num_worker: int, reason: str) -> float:
         """A stop notice now, the generation of ``num_worker`` workers after it;
         the notice's grace."""
-        then = functools.partial(self.apply, num_worker, reason)
+        then = functools.partial(self.state.apply, [Resize(num_worker, reason)])
         return self.state.notices.begin(reason, then)
 
-    def apply(self, num_worker: int, reason: str) -> None:
-        """The next generation with ``num_worker`` workers (after the notice)."""
-        state = self.state
-        if state.settled:
-            return  # a stop or the lead's end came meanwhile
-        before = state.spec.count(Role.WORKER)
-        if num_worker == before:
-            return
-        self.reasons.append(reason)
-        state.restarts_unsaved = True
-        log.warning("%s", reason)
-        spec = resized(state.spec, num_worker)
-        state.spec = spec
-        for index in range(num_worker, before):
-            self._remove(state.tasks.pop((Role.WORKER, index)), reason)
-        # Workers standing by for these indexes join with their containers.
-        self.standby -= {t for t in self.standby if t.index < num_worker}
-        state.restart_cluster(reason)
-        added = {}
-        for index in range(before, num_worker):
-            if (Role.WORKER, index) not in state.tasks:
-                added[(Role.WORKER, index)] = self._add(index, reason)
-        # In launch order: TensorFlow's worker i is the i-th of the list.
-        tasks = {k: state.tasks.get(k) or added[k] for k in spec.task_keys()}
-        tasks.update({(t.role, t.index): t for t in self.standby})
-        state.tasks = tasks
-        state.cluster_members = tuple(
-            t for t in state.tasks.values() if t.role.in_cluster_spec()
-        )
-        state.unregistered = set(state.cluster_members)
-        state.poke()
-
-    def _remove(self, task: Task, reason: str) -> None:
-        """A worker beyond the new size: its runtime ends for good."""
-        state = self.state
-        grace = state.spec.stop_grace
-        event = stop_event(f"{task.key} removed: {reason}", grace)
-        task.tell_stop(event)
-        task.watchers.clear()
-        # Its calls are answered with this final Stop (am/attempts.py), not
-        # refused, until its container ends; a later attempt number keeps a
-        # late registration out.
-        task.attempt += 1
-        task.in_place_stop = event
-        state.relaunch.discard(task)
-        state.note(task, f"removed: {reason}")
-        kill_by = state.clock() + (0 if task.retiring else grace + KILL_MARGIN)
-        self.leaving[(task.role, task.index)] = (task, kill_by)
-
-    def _add(self, index: int, reason: str) -> Task:
-        """A worker the new size adds: a new container, its attempt after any
-        earlier worker of that index (whose late calls are then refused)."""
-        state = self.state
-        earlier = self.leaving.get((Role.WORKER, index))
-        attempt = earlier[0].attempt + 1 if earlier else 0
-        # A new record, not a move: it begins where every later attempt does.
-        task = Task(role=Role.WORKER, index=index, attempt=attempt, state=NEW_ATTEMPT)
-        state.note(task, f"{NEW_ATTEMPT.value}: added: {reason}")
-        task.retire_by = task.relaunch_at = 0.0
-        state.relaunch.add(task)
-        return task
-
-    def add_standby(self, index: int, why: str) -> Task:
+    def add_standby(self, index: int, why: str) -> None:
         """Ask YARN for worker ``index``'s container ahead of a resize: it
         registers and waits, outside the cluster (am/elastic.py)."""
-        task = self._add(index, why)
-        self.state.tasks[(Role.WORKER, index)] = task
-        self.standby.add(task)
-        return task
+        self.state.apply([AddStandby(index, why)])
 
     def drop_standby(self, task: Task, why: str) -> None:
         """A standing-by worker is not wanted (or failed): it leaves the job."""
-        self.standby.discard(task)
-        self.state.tasks.pop((task.role, task.index), None)
-        self._remove(task, why)
+        self.state.apply([DropStandby(key_of(task), why)])
+
+    # -- the resizer's own records, kept by the state as it applies a resize -----
+
+    def resized(self, reason: str) -> None:
+        """A resize is applied: counted, and said."""
+        self.reasons.append(reason)
+        log.warning("%s", reason)
+
+    def leave(self, task: Task, kill_by: float) -> None:
+        """A removed worker: its container is killed if it outlives ``kill_by``."""
+        self.leaving[(task.role, task.index)] = (task, kill_by)
+
+    def earlier_attempt(self, index: int) -> int | None:
+        """The attempt of a removed worker ``index`` still leaving, if any."""
+        earlier = self.leaving.get((Role.WORKER, index))
+        return earlier[0].attempt if earlier else None
 
     def leaving_task(self, role: str, index: int) -> Task | None:
         """A removed worker whose container has not ended yet."""

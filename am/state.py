@@ -32,10 +32,12 @@ from typing import Any
 from am import policy, restart_record
 from am.attempts import Attempts
 from am.decisions import (
+    AddStandby,
     ContainerEnded,
     ContainerSeen,
     ContainersPolled,
     Decision,
+    DropStandby,
     Ended,
     Fail,
     FailureHint,
@@ -47,6 +49,7 @@ from am.decisions import (
     Note,
     NotRelaunched,
     Relaunching,
+    Resize,
     RestartInPlace,
     RestartsSaving,
     Retire,
@@ -66,6 +69,7 @@ from am.lease import Lease, LeaseView
 from am.model import (
     BIG_JOB_TASKS,
     HISTORY_LIMIT,
+    KILL_MARGIN,
     STDERR_TAIL_CHARS,
     Task,
     TaskRejected,
@@ -77,7 +81,7 @@ from am.notice import Notices
 from am.policy import Action, Failure
 from am.publish import Publisher, snapshot, yarn_progress
 from am.reconcile import Reconciler
-from am.resize import Resizer
+from am.resize import Resizer, resized
 from am.transitions import (
     NEW_ATTEMPT,
     IllegalTransition,
@@ -854,6 +858,17 @@ class JobState:
             task.relaunch_at = d.relaunch_at
             task.waiting_since = d.waiting_since
             task.host = task.port = None
+        elif isinstance(d, Resize):
+            self._resize(d.num_worker, d.reason)
+        elif isinstance(d, AddStandby):
+            task = self._new_worker(d.index, d.reason)
+            self.tasks[(Role.WORKER, d.index)] = task
+            self.resizer.standby.add(task)
+        elif isinstance(d, DropStandby):
+            # Standing-by workers are in self.tasks until they leave.
+            task = self.tasks.pop(d.task)
+            self.resizer.standby.discard(task)
+            self._remove_worker(task, d.reason)
         elif isinstance(d, ContainerSeen):
             task = self.tasks[d.task]
             if d.yarn_container_id is not None:
@@ -912,6 +927,64 @@ class JobState:
         task.container_id = task.yarn_container_id = task.node = None
         self.relaunch.add(task)
         self.poke()
+
+    def _resize(self, num_worker: int, reason: str) -> None:
+        """The next generation with ``num_worker`` workers (am/resize.py)."""
+        if self.settled:
+            return  # a stop or the lead's end came meanwhile
+        before = self.spec.count(Role.WORKER)
+        if num_worker == before:
+            return
+        resizer = self.resizer
+        resizer.resized(reason)
+        self.restarts_unsaved = True
+        spec = resized(self.spec, num_worker)
+        self.spec = spec
+        for index in range(num_worker, before):
+            self._remove_worker(self.tasks.pop((Role.WORKER, index)), reason)
+        # Workers standing by for these indexes join with their containers.
+        resizer.standby -= {t for t in resizer.standby if t.index < num_worker}
+        self.restart_cluster(reason)
+        added = {}
+        for index in range(before, num_worker):
+            if (Role.WORKER, index) not in self.tasks:
+                added[(Role.WORKER, index)] = self._new_worker(index, reason)
+        # In launch order: TensorFlow's worker i is the i-th of the list.
+        tasks = {k: self.tasks.get(k) or added[k] for k in spec.task_keys()}
+        tasks.update({(t.role, t.index): t for t in resizer.standby})
+        self.tasks = tasks
+        self.cluster_members = tuple(
+            t for t in self.tasks.values() if t.role.in_cluster_spec()
+        )
+        self.unregistered = set(self.cluster_members)
+        self.poke()
+
+    def _remove_worker(self, task: Task, reason: str) -> None:
+        """A worker beyond the new size: its runtime ends for good."""
+        grace = self.spec.stop_grace
+        event = stop_event(f"{task.key} removed: {reason}", grace)
+        task.tell_stop(event)
+        task.watchers.clear()
+        # Its calls are answered with this final Stop (am/attempts.py), not
+        # refused, until its container ends; a later attempt number keeps a
+        # late registration out.
+        task.attempt += 1
+        task.in_place_stop = event
+        self.relaunch.discard(task)
+        self.note(task, f"removed: {reason}")
+        kill_by = self.clock() + (0 if task.retiring else grace + KILL_MARGIN)
+        self.resizer.leave(task, kill_by)
+
+    def _new_worker(self, index: int, reason: str) -> Task:
+        """A worker a resize adds: a new container, its attempt after any
+        earlier worker of that index (whose late calls are then refused)."""
+        earlier = self.resizer.earlier_attempt(index)
+        attempt = earlier + 1 if earlier is not None else 0
+        # A new record, not a move: it begins where every later attempt does.
+        task = Task(role=Role.WORKER, index=index, attempt=attempt, state=NEW_ATTEMPT)
+        self.note(task, f"{NEW_ATTEMPT.value}: added: {reason}")
+        self.relaunch.add(task)
+        return task
 
     # -- what deciders read besides the state's own fields (am/view.py) ---------------
 

@@ -14,11 +14,13 @@ from am import checks
 from am.attempts import Attempts
 from am.checks import Account, Held
 from am.decisions import (
+    AddStandby,
     AskAccount,
     ContainerEnded,
     ContainerSeen,
     ContainersPolled,
     Decision,
+    DropStandby,
     Ended,
     Fail,
     Finish,
@@ -629,3 +631,16 @@ def test_attempts_replace(
     containers = {"worker_0": ContainerInfo("worker_0", state)}
     attempts = Attempts(AttemptsView(containers))
     assert attempts.replace(task(**fields), "boom") == expected
+
+
+def test_apply_adds_and_drops_a_standby_worker() -> None:
+    w2 = (Role.WORKER, 2)
+    state = _applied([AddStandby(2, "grow")])
+    added = state.tasks[w2]
+    assert (added.state, added.attempt) == (TaskState.RELAUNCHING, 0)
+    assert added in state.resizer.standby and added in state.relaunch
+    state.apply([DropStandby(w2, "not wanted")])
+    assert w2 not in state.tasks and not state.resizer.standby
+    assert added not in state.relaunch
+    # Its late calls get a final Stop, not a refusal, until its container ends.
+    assert (added.attempt, state.resizer.leaving_task("worker", 2)) == (1, added)
