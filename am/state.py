@@ -1,8 +1,12 @@
-"""The job's state machine: what the master knows and decides, as JobState.
+"""The job's state machine and its one applier: what the master knows, as JobState.
 
 Everything here runs on the master's asyncio loop. gRPC handlers call the
 synchronous methods (:meth:`JobState.register`, :meth:`JobState.heartbeat`, …):
-they only record facts and make decisions, never wait. The master's parts:
+they only record facts and make decisions, never wait. No other module
+changes the job: they read it (:mod:`am.view`, or a protocol of their own)
+and return decisions (:mod:`am.decisions`), which :meth:`JobState.apply`
+carries out (tests/unit/test_am_one_applier.py holds the rule). The master's
+parts:
 
 - :mod:`am.model`: each task's record (``Task``), its streams, its refusals;
 - :mod:`am.transitions`: the moves the job's phase and a task's state may
@@ -11,10 +15,12 @@ they only record facts and make decisions, never wait. The master's parts:
   (:func:`am.policy.decide`); :meth:`JobState.on_failure` carries it out;
 - :mod:`am.gang`: gang allocation while the cluster forms; it returns a step
   that :meth:`JobState.check_gang` carries out;
-- :mod:`am.attempts`: ending a task's attempt (a new container, or a restart
-  in place) and queueing the next;
+- :mod:`am.attempts`: how a task's attempt ends (a new container, or a
+  restart in place), decided; the state ends it and queues the next;
 - :mod:`am.reconcile`: the one reconcile loop, every effect on YARN
-  (launch, kill, relaunch, timeouts, shutdown); :meth:`JobState.run`;
+  (launch, kill, relaunch, shutdown); :meth:`JobState.run`;
+- :mod:`am.checks`: the loop's deciders (heartbeats, stalls, registration,
+  a container's end, the lease, the job's end);
 - :mod:`am.publish`: the ``tfyarn.status`` snapshot and YARN's progress;
 - :mod:`am.notice`, :mod:`am.resize`, :mod:`am.elastic`: graceful stops, other
   worker counts (``tfyarn scale``) and ``--min_worker``.
