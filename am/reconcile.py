@@ -255,7 +255,9 @@ class Reconciler:
             for task in tasks:
                 info = await state.launcher.declared(role.value, task.index)
                 note = f"container {info.id} requested"
-                launched = Launched(key_of(task), info.id, note, True, requested_at=now)
+                launched = Launched(
+                    key_of(task), info.id, note, quiet=True, requested_at=now
+                )
                 state.apply([launched])
             if tasks:
                 # One log line per role, not one per task: a big job has thousands.
