@@ -34,6 +34,7 @@ from typing import Any
 from grpc_health.v1 import health
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from am.decisions import ServingAt
 from am.launcher import Launcher
 from am.metrics import JobMetrics, PublishedSnapshot
 from am.record import keep_when_stopped
@@ -104,7 +105,7 @@ async def serve(
         health_servicer=health_servicer,
         on_call=job_metrics.count_call,
     )
-    state.master_address = f"{host}:{port}"
+    state.apply([ServingAt(f"{host}:{port}")])
     await server.start()
     await mark_serving(health_servicer)
     log.info("tfyarn master serving on %s", state.master_address)

@@ -22,14 +22,41 @@ asked for again. Resizes are counted, never charged to ``max_restarts``.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
+from am.decisions import Decision, Note
 from am.model import Task
+from am.view import key_of
 from tfyarn.contract.status import Phase, TaskState
-from tfyarn.spec import Role
+from tfyarn.spec import JobSpec, Role
 
 if TYPE_CHECKING:
-    from am.state import JobState
+    from am.notice import Notices
+    from am.resize import Resizer
+
+
+class Job(Protocol):
+    """What ``--min_worker`` reads of the job; it changes it only through the
+    resizer (am/resize.py) and the applier."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def settled(self) -> bool: ...
+    @property
+    def tasks(self) -> Mapping[tuple[Role, int], Task]: ...
+    @property
+    def cluster_members(self) -> Sequence[Task]: ...
+    @property
+    def resizer(self) -> Resizer: ...
+    @property
+    def notices(self) -> Notices: ...
+
+    def apply(self, decisions: Iterable[Decision]) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +77,7 @@ def shrink_bound(allocation_timeout: float) -> float:
 class Elastic:
     """One job's ``--min_worker`` policy; :meth:`check` runs every reconcile pass."""
 
-    def __init__(self, state: JobState) -> None:
+    def __init__(self, state: Job) -> None:
         self.state = state
         self._ready_since: float | None = None
         self._stuck = False  # "cannot shrink below min_worker" logged
@@ -71,7 +98,8 @@ class Elastic:
         """A standby worker registered: it waits outside the cluster (True)."""
         if task not in self.state.resizer.standby:
             return False
-        self.state.note(task, "standing by: it joins the job at the next resize")
+        why = "standing by: it joins the job at the next resize"
+        self.state.apply([Note(key_of(task), why)])
         return True
 
     def on_failure(self, task: Task, reason: str) -> bool:

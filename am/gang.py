@@ -14,23 +14,42 @@ two such jobs fall out of step and one gets everything. Rounds stay within
 
 :func:`decide` and :func:`pause` are pure (tested as a table); :class:`Gang`
 turns them into a :class:`Step` once per reconcile pass, which the job carries
-out (:meth:`am.state.JobState.check_gang`). The kills happen in the reconcile
-loop's relaunch path, like any retired attempt's.
+out (``JobState.check_gang``); it reads the job through :class:`Forming`, a
+read-only protocol, and names the tasks to give back by key. The kills happen
+in the reconcile loop's relaunch path, like any retired attempt's.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from am.decisions import TaskKey
+from am.view import TaskView, key_of
 from tfyarn.contract.status import Phase, TaskState
+from tfyarn.spec import JobSpec
 
-if TYPE_CHECKING:
-    from am.model import Task
-    from am.state import JobState
+
+class Forming(Protocol):
+    """What gang allocation reads of the job (JobState has it)."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def settled(self) -> bool: ...
+    @property
+    def formed(self) -> bool: ...
+    @property
+    def cluster_restarts(self) -> int: ...
+    @property
+    def cluster_members(self) -> Sequence[TaskView]: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -87,13 +106,13 @@ def decide(
 class Step:
     """What one gang check asks of the job: move to ``phase``, and give back.
 
-    ``give_back``: the members whose attempts end now (containers killed,
-    requests cancelled), their next ones asked for at ``relaunch_at``;
+    ``give_back``: the members (by key) whose attempts end now (containers
+    killed, requests cancelled), their next ones asked for at ``relaunch_at``;
     ``reason`` says why, in each task's history.
     """
 
     phase: Phase
-    give_back: tuple[Task, ...] = ()
+    give_back: tuple[TaskKey, ...] = ()
     reason: str = ""
     relaunch_at: float = 0.0
 
@@ -110,7 +129,7 @@ class Gang:
         self._held = False  # HOLD logged for this formation
         self._formation = 0  # state.cluster_restarts when this formation began
 
-    def check(self, state: JobState, now: float) -> Step | None:
+    def check(self, state: Forming, now: float) -> Step | None:
         """One reconcile pass: start a round, or give everything back.
 
         Returns what the job does (None: nothing); the gang's own rounds are
@@ -174,15 +193,15 @@ class Gang:
         self.round_started = None
         return Step(
             phase=Phase.WAITING_FOR_RESOURCES,
-            give_back=members,
+            give_back=tuple(key_of(t) for t in members),
             reason=why,
             relaunch_at=now + wait,
         )
 
 
-def _forming(state: JobState) -> bool:
+def _forming(state: Forming) -> bool:
     return not state.formed and state.phase in _FORMING and not state.settled
 
 
-def _alive(task: Task) -> bool:
+def _alive(task: TaskView) -> bool:
     return not task.state.is_terminal()

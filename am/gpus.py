@@ -42,14 +42,36 @@ import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from am.decisions import Decision, Note
+from am.launcher import ContainerInfo
 from am.model import Task, Watcher
+from am.view import key_of
 from tfyarn._proto import master_pb2 as pb
-from tfyarn.spec import Role
+from tfyarn.spec import JobSpec, Role
 
-if TYPE_CHECKING:
-    from am.state import JobState
+
+class _Dirty(Protocol):
+    dirty: bool  # the status changed: publish it
+
+
+class Job(Protocol):
+    """What the ledger needs of the job: its tasks and containers, a note in a
+    task's history (through the applier), the status to refresh."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+    @property
+    def tasks(self) -> Mapping[tuple[Role, int], Task]: ...
+    @property
+    def containers(self) -> Mapping[str, ContainerInfo]: ...
+    @property
+    def publisher(self) -> _Dirty: ...
+
+    def apply(self, decisions: Iterable[Decision]) -> None: ...
+    def poke(self) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +301,7 @@ class GpuLedger:
     :meth:`reconcile` every pass, the snapshot :meth:`status_of`.
     """
 
-    def __init__(self, state: JobState, fetch: Fetch = node_resources) -> None:
+    def __init__(self, state: Job, fetch: Fetch = node_resources) -> None:
         self.state = state
         self.fetch = fetch
         self.held: dict[Task, _Held] = {}
@@ -351,7 +373,9 @@ class GpuLedger:
             host = _host(task)
             if error:
                 self.node_errors[host] = f"nvidia-smi failed: {error}"
-                self.state.note(task, f"nvidia-smi fails on {host}: {error}")
+                self.state.apply(
+                    [Note(key_of(task), f"nvidia-smi fails on {host}: {error}")]
+                )
             elif self.node_errors.get(host, "").startswith("nvidia-smi"):
                 del self.node_errors[host]
             self.state.publisher.dirty = True
@@ -362,7 +386,9 @@ class GpuLedger:
         self.task_errors.pop(task, None)
         if held is not None:
             gpus = ", ".join(str(g.index) for g in held.choice.gpus)
-            self.state.note(task, f"GPU {gpus} free again ({held.container} ended)")
+            self.state.apply(
+                [Note(key_of(task), f"GPU {gpus} free again ({held.container} ended)")]
+            )
 
     # -- the reconcile loop ---------------------------------------------------
 
@@ -432,7 +458,9 @@ class GpuLedger:
         event = choice.event()
         self.held[task] = _Held(task.container_id or "", task.node or "", choice, event)
         shown = ", ".join(_describe(g) for g in choice.gpus)
-        self.state.note(task, f"GPU {shown} ({choice.source}: {choice.note})")
+        self.state.apply(
+            [Note(key_of(task), f"GPU {shown} ({choice.source}: {choice.note})")]
+        )
         for watcher in task.watchers:
             watcher.put(event)
         self.state.publisher.dirty = True

@@ -25,17 +25,34 @@ latest checkpoint.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from am.decisions import Decision, Note
 from am.model import Task, Watcher
+from am.view import key_of
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.contract.notice import RESTART_CODE
 from tfyarn.contract.status import TaskState
+from tfyarn.spec import JobSpec, Role
 
-if TYPE_CHECKING:
-    from am.state import JobState
+
+class Job(Protocol):
+    """What a drain reads of the job, and how it notes (through the applier)."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+    @property
+    def tasks(self) -> Mapping[tuple[Role, int], Task]: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    @property
+    def wall(self) -> Callable[[], float]: ...
+
+    def apply(self, decisions: Iterable[Decision]) -> None: ...
+    def poke(self) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +85,7 @@ class Drain:
 class Notices:
     """The job's graceful stops (see the module); at most one drain at a time."""
 
-    def __init__(self, state: JobState) -> None:
+    def __init__(self, state: Job) -> None:
         self.state = state
         self.drain: Drain | None = None
 
@@ -117,7 +134,8 @@ class Notices:
         )
         self.drain = drain
         for task in waiting:
-            state.note(task, f"stop notice: {reason} (save within {grace:.0f} s)")
+            why = f"stop notice: {reason} (save within {grace:.0f} s)"
+            state.apply([Note(key_of(task), why)])
         self.check(now)
         return grace
 
@@ -141,13 +159,12 @@ class Notices:
             or task.stop_requested_at is not None
         ):
             return False
-        drain.ended[task] = code
-        task.exit_code = code
-        self.state.note(
-            task,
+        drain.ended[task] = code  # the state records its exit code
+        why = (
             f"script ended (exit {code}) after the stop notice: it waits for the "
-            "next generation",
+            "next generation"
         )
+        self.state.apply([Note(key_of(task), why)])
         self.state.poke()
         return True
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Protocol
 
-from am.model import BIG_JOB_TASKS, HISTORY_LIMIT
+from am.launcher import Launcher
+from am.model import BIG_JOB_TASKS, HISTORY_LIMIT, Task
 from tfyarn.contract.status import (
     STATUS_KEY,
     SUMMARY_KEY,
@@ -22,9 +24,7 @@ from tfyarn.contract.status import (
     Phase,
     TaskStatus,
 )
-
-if TYPE_CHECKING:
-    from am.state import JobState
+from tfyarn.spec import JobSpec
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,81 @@ log = logging.getLogger(__name__)
 MAX_STATUS_BYTES = 3 * 1024 * 1024
 
 
-def snapshot(state: JobState, *, keep: int | None = None) -> dict[str, Any]:
+class _Gpus(Protocol):
+    def status_of(self, task: Task) -> dict[str, Any]: ...
+
+
+class _Resizes(Protocol):
+    @property
+    def standby(self) -> Collection[Task]: ...
+    @property
+    def resizes(self) -> int: ...
+    @property
+    def reasons(self) -> Sequence[str]: ...
+
+
+class _Notices(Protocol):
+    def describe(self) -> str: ...
+
+
+class Published(Protocol):
+    """What the status shows of the job (read only; JobState has it all)."""
+
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    @property
+    def launcher(self) -> Launcher: ...
+    @property
+    def spec(self) -> JobSpec: ...
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def tasks(self) -> Mapping[Any, Task]: ...
+    @property
+    def lead(self) -> Task: ...
+    @property
+    def formed(self) -> bool: ...
+    @property
+    def members(self) -> int: ...
+    @property
+    def unregistered(self) -> Collection[Task]: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def restarts(self) -> int: ...
+    @property
+    def restart_reasons(self) -> Sequence[str]: ...
+    @property
+    def budget_used(self) -> int: ...
+    @property
+    def cluster_restarts(self) -> int: ...
+    @property
+    def started(self) -> float: ...
+    @property
+    def cluster_formed_at(self) -> float | None: ...
+    @property
+    def diagnostics(self) -> str: ...
+    @property
+    def master_address(self) -> str: ...
+    @property
+    def warnings(self) -> Sequence[str]: ...
+    @property
+    def hdfs_tokens(self) -> Mapping[str, Any] | None: ...
+    @property
+    def disrupted(self) -> Mapping[Task, str]: ...
+    @property
+    def disruption_reasons(self) -> Sequence[str]: ...
+    @property
+    def disruption_kinds(self) -> Mapping[str, int]: ...
+    @property
+    def gpus(self) -> _Gpus: ...
+    @property
+    def resizer(self) -> _Resizes: ...
+    @property
+    def notices(self) -> _Notices: ...
+
+
+def snapshot(state: Published, *, keep: int | None = None) -> dict[str, Any]:
     """The ``tfyarn.status`` document read by ``tfyarn status`` and the live view.
 
     ``keep``: history and failure lines per task (default: all for small
@@ -95,7 +169,7 @@ def snapshot(state: JobState, *, keep: int | None = None) -> dict[str, Any]:
     ).to_dict()
 
 
-def status_document(state: JobState) -> tuple[dict[str, Any], str]:
+def status_document(state: Published) -> tuple[dict[str, Any], str]:
     """The snapshot and its JSON as published: without per-task history if
     the whole would not fit in skein's key-value store."""
     doc = snapshot(state)
@@ -106,7 +180,7 @@ def status_document(state: JobState) -> tuple[dict[str, Any], str]:
     return doc, text
 
 
-def yarn_progress(state: JobState) -> float:
+def yarn_progress(state: Published) -> float:
     """0-0.1 while registering, then the lead's step/total_steps if it reports them."""
     if state.phase.is_terminal():
         return 1.0
@@ -129,7 +203,7 @@ class Publisher:
     see changed.
     """
 
-    def __init__(self, state: JobState, *, interval: float) -> None:
+    def __init__(self, state: Published, *, interval: float) -> None:
         self.state = state
         self.interval = interval
         self.dirty = True

@@ -1,13 +1,15 @@
 """The master's one reconcile loop: every effect on YARN happens here.
 
 Like dask's ``SpecCluster._correct_state``, each pass compares what should be
-with what is: it polls YARN's view of the containers, turns what it sees and
-what did not happen in time (a container gone, a silent task, a missed
-registration, a stall) into failures for :class:`am.state.JobState` to decide
-on, kills what was told to stop and did not, launches replacements once their
-predecessor's container has ended, publishes the status, and at the end shuts
-the application down. It never moves the job's phase: the job does
-(:meth:`am.state.JobState.move_to`), with what this loop returns.
+with what is: it polls YARN's view of the containers, asks the deciders
+(:mod:`am.checks`) what it and what did not happen in time (a container
+gone, a silent task, a missed registration, a stall) mean, kills what was
+told to stop and did not, launches replacements once their predecessor's
+container has ended, publishes the status, and at the end shuts the
+application down. It changes the job only through ``apply`` (the state's
+one applier), with decisions (:mod:`am.decisions`): what the deciders
+returned, and what its own calls to YARN did. It sees the job through
+:class:`Job`, a narrow protocol, not the state's class.
 
 Tests drive it a pass at a time: :meth:`Reconciler.start`, then
 :meth:`Reconciler.reconcile_once` as often as they like.
@@ -18,45 +20,48 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
-from am import lease, nodemanager
-from am.launcher import PENDING_STATES, ContainerInfo
+from am import checks
+from am.checks import Account, Held
+from am.decisions import (
+    AskAccount,
+    ContainersPolled,
+    Decision,
+    Ended,
+    Finish,
+    Launched,
+    Mark,
+    Note,
+    NotRelaunched,
+    Relaunching,
+    RestartsSaving,
+    RetireKilled,
+    TaskKey,
+)
+from am.launcher import Launcher
 from am.model import KILL_MARGIN, Task, stop_event
 from am.policy import Failure
+from am.view import JobView, key_of
 from tfyarn.contract import env as _env
-from tfyarn.contract.exit_codes import (
-    MEANING,
-    disruption,
-    exit_codes,
-    explain_diagnostics,
-)
-from tfyarn.contract.failure import first_line
-from tfyarn.contract.heartbeat import heartbeat_interval, heartbeat_timeout
 from tfyarn.contract.status import Phase, TaskState
-from tfyarn.spec import ROLES, JobSpec, Role
+from tfyarn.spec import ROLES
 
 if TYPE_CHECKING:
-    from am.state import JobState
+    from am.elastic import Elastic
+    from am.gpus import GpuLedger
+    from am.notice import Notices
+    from am.publish import Publisher
+    from am.resize import Resizer
 
 log = logging.getLogger(__name__)
 
-# A runtime reports its script's end before its container exits; when YARN says
-# a container ended, wait this long for that report before calling it lost.
-END_REPORT_GRACE = 3.0
 MIN_PASS_GAP = 0.05
-# How long a lost container's verdict may wait for its NodeManager's account
-# (am/nodemanager.py: two requests of at most HTTP_TIMEOUT each).
-ACCOUNT_WAIT = END_REPORT_GRACE + 2 * nodemanager.HTTP_TIMEOUT
-# After `tfyarn kill` stopped every task, how long the master waits for the
-# client's YARN kill before ending the application KILLED itself.
-STOPPED_LINGER = 30.0
 # A container kill that YARN refuses (busy, or the container already gone) is
 # tried again on the next passes, this many times in all; then the master goes
 # on without it (ending the application ends every container with it).
 KILL_ATTEMPTS = 5
-# A successful job's diagnostics name its first restarts, one line each.
-RESTARTS_LISTED = 5
 # YARN preempts a container with a SIGTERM (and SIGKILL 250 ms later), which
 # the runtime passes on to the script: a script ended so is judged only once
 # YARN says whether it took the container back, or after this long. Shorter
@@ -72,10 +77,54 @@ CONTAINER_END_HOLD = 30.0
 SIGTERM_EXITS = frozenset({-signal.SIGTERM, 128 + signal.SIGTERM})
 
 
-class Reconciler:
-    """Acts on one :class:`~am.state.JobState`; owns every call that changes YARN."""
+class Job(JobView, Protocol):
+    """What the loop reads of the job and may call; changes go through ``apply``."""
 
-    def __init__(self, state: JobState) -> None:
+    @property
+    def tasks(self) -> Mapping[TaskKey, Task]: ...
+    @property
+    def lead(self) -> Task: ...
+    @property
+    def launcher(self) -> Launcher: ...
+    @property
+    def publisher(self) -> Publisher: ...
+    @property
+    def gpus(self) -> GpuLedger: ...
+    @property
+    def elastic(self) -> Elastic: ...
+    @property
+    def notices(self) -> Notices: ...
+    @property
+    def resizer(self) -> Resizer: ...
+    @property
+    def relaunch(self) -> Collection[Task]: ...
+    @property
+    def outcome(self) -> tuple[Phase, str] | None: ...
+    @property
+    def restarts_unsaved(self) -> bool: ...
+    @property
+    def wakeup(self) -> asyncio.Event: ...
+    @property
+    def tick(self) -> float: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    @property
+    def master_address(self) -> str: ...
+    @property
+    def cluster_restarts(self) -> int: ...
+    @property
+    def last_status(self) -> str: ...
+
+    def apply(self, decisions: Iterable[Decision]) -> None: ...
+    def check_gang(self, now: float) -> None: ...
+    def poke(self) -> None: ...
+    def restart_record(self) -> dict[str, Any]: ...
+
+
+class Reconciler:
+    """Runs one job's reconcile loop; owns every call that changes YARN."""
+
+    def __init__(self, state: Job) -> None:
         self.state = state
         self._polled_at = float("-inf")
         self._summary = ""  # the last summary line a big job logged
@@ -88,8 +137,25 @@ class Reconciler:
         # Set when the client that stopped the job never came back to kill it.
         self._shutdown_killed = False
         # Scripts ended by a SIGTERM nobody here sent, waiting for YARN's word
-        # on their container: task -> (attempt, reason, kind, since).
-        self._held: dict[Task, tuple[int, str, Failure, float]] = {}
+        # on their container.
+        self._held: dict[Task, Held] = {}
+
+    def _carry_out(self, decisions: list[Decision]) -> None:
+        """Hand decisions to the job's applier; the ones about YARN stay here."""
+        if not decisions:
+            return
+        rest: list[Decision] = []
+        for d in decisions:
+            if isinstance(d, AskAccount):
+                info = d.container
+                self._accounts[info.id] = asyncio.create_task(
+                    self.state.launcher.container_account(info)
+                )
+                continue
+            if isinstance(d, Finish) and d.end_app:
+                self._shutdown_killed = True
+            rest.append(d)
+        self.state.apply(rest)
 
     async def start(self) -> None:
         """Publish the first status and ask YARN for every task's container."""
@@ -100,10 +166,8 @@ class Reconciler:
         except Exception as exc:  # YARN refused a request: nothing will run
             log.exception("launching containers failed")
             if state.outcome is None:
-                state.outcome = (
-                    Phase.FAILED,
-                    f"tfyarn master could not request containers: {exc}",
-                )
+                why = f"tfyarn master could not request containers: {exc}"
+                state.apply([Finish(Phase.FAILED, why)])
 
     async def until_decided(self) -> tuple[Phase, str]:
         """Reconcile pass after pass until the outcome is decided; return it.
@@ -137,7 +201,7 @@ class Reconciler:
         if now - self._polled_at >= state.tick:
             self._polled_at = now
             try:
-                state.containers = await state.launcher.poll()
+                state.apply([ContainersPolled(await state.launcher.poll())])
             except Exception:  # the timeouts below must still fire
                 log.warning(
                     "polling containers failed; using the last view", exc_info=True
@@ -152,10 +216,12 @@ class Reconciler:
                 self._log_summary()
             state.elastic.check(now)  # before gang allocation gives back all
             state.check_gang(now)
-            self._check_registration(now)
-            self._check_heartbeats(now)
-            self._check_stall(now)
-            self._check_lease(now)
+            self._carry_out(checks.registration(state, now))
+            limit = checks.silence_limit(state)
+            for task in list(state.tasks.values()):  # a failure may drop one
+                self._carry_out(checks.silent(state, task, now, limit))
+            self._carry_out(checks.stall(state, now))
+            self._carry_out(checks.lease_expiry(state, now))
             state.notices.check(now)
             await self._enforce_stops(now)
             await state.resizer.check(now)
@@ -168,11 +234,11 @@ class Reconciler:
             state.elastic.check(now)
             await self._relaunch_ready(now)
         if state.finishing_since is not None:
-            self._check_finishing(now)
+            self._carry_out(checks.finishing(state, now))
         if state.stopping_since is not None:
-            self._check_stopping(now)
+            self._carry_out(checks.stopping(state, now))
         if state.restarts_unsaved and (self._saving is None or self._saving.done()):
-            state.restarts_unsaved = False
+            state.apply([RestartsSaving()])
             self._saving = asyncio.create_task(self._save_restarts())
         await state.publisher.publish()
 
@@ -188,9 +254,11 @@ class Reconciler:
             tasks = [t for t in state.tasks.values() if t.role is role]
             for task in tasks:
                 info = await state.launcher.declared(role.value, task.index)
-                task.container_id = info.id
-                task.requested_at = now
-                state.note(task, f"container {info.id} requested", quiet=True)
+                note = f"container {info.id} requested"
+                launched = Launched(
+                    key_of(task), info.id, note, quiet=True, requested_at=now
+                )
+                state.apply([launched])
             if tasks:
                 # One log line per role, not one per task: a big job has thousands.
                 log.info(
@@ -201,7 +269,7 @@ class Reconciler:
                     tasks[-1].container_id,
                 )
 
-    async def _launch(self, task: Task, *, quiet: bool = False) -> None:
+    async def _launch(self, task: Task) -> None:
         state = self.state
         env = _env.task_env(
             index=task.index,
@@ -210,12 +278,8 @@ class Reconciler:
             restart=state.cluster_restarts,
             port=task.port or 0,  # a replaced task keeps its address
         )
-        # A gang give-back's new request still counts from the formation's start.
-        since, task.waiting_since = task.waiting_since, None
-        task.requested_at = state.clock() if since is None else since
         info = await state.launcher.start(task.role.value, env)
-        task.container_id = info.id
-        state.note(task, f"requested container {info.id}", quiet=quiet)
+        state.apply([Launched(key_of(task), info.id, f"requested container {info.id}")])
 
     async def _relaunch_ready(self, now: float) -> None:
         """Launch new attempts whose predecessor's container has ended."""
@@ -223,12 +287,13 @@ class Reconciler:
         for task in sorted(state.relaunch, key=lambda t: (t.role.value, t.index)):
             if state.outcome is not None:
                 return
+            key = key_of(task)
             if state.finishing_since is not None:
                 # The lead finished meanwhile: nothing to bring back.
                 if task.retiring and not await self._kill(task.retiring):
                     continue  # tried again on the next pass
-                state.relaunch.discard(task)
-                state.mark(task, TaskState.KILLED, "not relaunched: the job finished")
+                why = "not relaunched: the job finished"
+                state.apply([NotRelaunched(key, why)])
                 continue
             old = task.retiring
             if old is not None:
@@ -238,18 +303,15 @@ class Reconciler:
                         continue
                     if not task.retire_killed:
                         if old not in self._kill_failures:
-                            state.note(task, f"killing the old container {old}")
+                            state.apply([Note(key, f"killing the old container {old}")])
                         if not await self._kill(old):
                             continue  # tried again on the next pass
-                        task.retire_killed = True
-                        task.retire_by = now + KILL_MARGIN
+                        state.apply([RetireKilled(key, now + KILL_MARGIN)])
                         continue
                     # Killed and still not confirmed ended: go on (bounded).
             if now < task.relaunch_at:
                 continue  # a gang give-back's pause (am/gang.py)
-            task.retiring = None
-            state.relaunch.discard(task)
-            state.mark(task, TaskState.REQUESTED, f"attempt {task.attempt}")
+            state.apply([Relaunching(key, state.clock())])
             await self._launch(task)
 
     # -- killing --------------------------------------------------------------------
@@ -310,14 +372,13 @@ class Reconciler:
             if cid and not await self._kill(cid):
                 continue  # tried again on the next pass
             if cid and self._kill_given_up(cid):
-                state.mark(
-                    task,
-                    TaskState.KILLED,
+                why = (
                     f"the master could not kill container {cid} "
-                    f"({KILL_ATTEMPTS} attempts); it ends with the application",
+                    f"({KILL_ATTEMPTS} attempts); it ends with the application"
                 )
             else:
-                state.mark(task, TaskState.KILLED, "container killed by the master")
+                why = "container killed by the master"
+            state.apply([Mark(key_of(task), TaskState.KILLED, why)])
 
     # -- what YARN shows, and what did not happen in time ---------------------------
 
@@ -332,80 +393,18 @@ class Reconciler:
             log.info("%d tasks: %s", len(state.tasks), line)
 
     def _watch_container(self, task: Task, now: float) -> None:
-        state = self.state
-        info = state.containers.get(task.container_id or "")
-        # Restarting in place, unless the master killed it meanwhile (the job
-        # is ending): a killed restart is over, not retried in a new container.
-        if task.in_place_stop is not None and not task.state.is_terminal():
-            if info is not None and info.ended:
-                state.attempts.in_place_failed(
-                    task, f"its container ended {info.state}"
-                )
-            elif now > task.in_place_by:
-                state.attempts.in_place_failed(
-                    task, "it did not register again in time"
-                )
-            return
-        if info is None or task.state.is_terminal():
-            return
-        if info.yarn_container_id and not task.yarn_container_id:
-            task.yarn_container_id = info.yarn_container_id
-        if info.node:
-            task.node = info.node
-        if task.state is TaskState.REQUESTED and info.state == "RUNNING":
-            state.mark(
-                task,
-                TaskState.ALLOCATED,
-                f"got {info.yarn_container_id} on {info.node}",
-                quiet=not state.log_each,
-            )
-        if not info.ended:
-            return
-        if task.container_ended_at is None:
-            task.container_ended_at = now
-            if task.stop_requested_at is None and info.state == "FAILED":
-                self._accounts[info.id] = asyncio.create_task(
-                    state.launcher.container_account(info)
-                )
-            return
-        if now - task.container_ended_at < END_REPORT_GRACE:
-            return
-        # The container is gone and the runtime never said how its script ended.
-        if task.stop_requested_at is not None:
-            state.mark(task, TaskState.KILLED, f"container {info.state}")
-            return
-        message = info.exit_message.strip() or "no message from YARN"
-        # The ResourceManager's words (skein's exit message) say it was taken
-        # back; then the NodeManager's account is not waited for.
-        word = disruption(info.exit_message)
-        asked = self._accounts.get(info.id)
-        waited = now - task.container_ended_at
-        pending = asked is not None and not asked.done()
-        if not word and pending and waited < ACCOUNT_WAIT:
-            return
-        self._accounts.pop(info.id, None)
-        if asked is not None and asked.done() and not asked.exception():
-            words = asked.result().strip()
-            if words:
-                message += "; the NodeManager: " + words.replace("\n", " | ")
-                # Its exit status and diagnostics, not the script's stderr.
-                word = word or disruption(words.split("\nstderr: ", 1)[0])
-        if word:
-            state.mark(task, TaskState.LOST, f"{word}: container {info.state}")
-            self._on_disruption(task, info, word, message)
-            return
-        state.mark(task, TaskState.LOST, f"container {info.state}: {message}")
-        meaning = "".join(
-            f"\n{MEANING}{line}"
-            for line in container_end_meaning(state.spec, task.role, message)
-        )
-        state.on_failure(
-            task,
-            f"{task.key} ({task.where()}) was lost: its container ended "
-            f"{info.state} without the task reporting an exit code "
-            f"(YARN: {message}){meaning}",
-            Failure.LOST,
-        )
+        cid = task.container_id or ""
+        asked = self._accounts.get(cid)
+        account = None
+        if asked is not None:
+            done = asked.done()
+            words = asked.result() if done and not asked.exception() else ""
+            account = Account(done, words)
+        self._carry_out(checks.container_seen(self.state, task))
+        decisions = checks.watch_container(self.state, task, now, account)
+        if any(isinstance(d, Mark) and d.status is TaskState.LOST for d in decisions):
+            self._accounts.pop(cid, None)  # its verdict is in: the account is spent
+        self._carry_out(decisions)
 
     def hold(
         self,
@@ -419,217 +418,29 @@ class Reconciler:
         """Hold a script failure that a SIGTERM caused until YARN says why.
 
         ``JobState.task_end`` asks first; False: not held, decide now. A held
-        one is judged by :meth:`_judge_held`: a disruption if YARN took the
-        container back (preempted), else ``reason`` and ``kind`` as reported.
+        one is judged by :func:`am.checks.judge_held`: a disruption if YARN
+        took the container back (preempted), else ``reason`` and ``kind`` as
+        reported.
         """
         state = self.state
         if state.settled or (code not in SIGTERM_EXITS and not container_ending):
             return False
         bound = CONTAINER_END_HOLD if container_ending else SIGTERM_HOLD
-        self._held[task] = (task.attempt, reason, kind, state.clock() + bound)
-        state.note(task, "ended by SIGTERM: waiting for YARN's word on its container")
+        self._held[task] = Held(task.attempt, reason, kind, state.clock() + bound)
+        why = "ended by SIGTERM: waiting for YARN's word on its container"
+        state.apply([Note(key_of(task), why)])
         state.poke()
         return True
 
     def _judge_held(self, now: float) -> None:
-        state = self.state
-        for task, (attempt, reason, kind, until) in list(self._held.items()):
-            if task.attempt != attempt:  # a cluster restart brought it back already
-                del self._held[task]
-                continue
-            info = state.containers.get(task.container_id or "")
-            ended = info is not None and info.ended
-            word = disruption(info.exit_message) if info is not None and ended else ""
-            if not ended and now < until:
+        for task, held in list(self._held.items()):
+            decisions = checks.judge_held(self.state, task, held, now)
+            if decisions is None:
                 continue
             del self._held[task]
-            if info is not None and word:
-                self._on_disruption(task, info, word, info.exit_message.strip())
-            else:
-                state.on_failure(task, reason, kind)
-
-    def _on_disruption(
-        self, task: Task, info: ContainerInfo, word: str, message: str
-    ) -> None:
-        """YARN took the task's container back: not the job's fault."""
-        state = self.state
-        state.disrupted[task] = word
-        meaning = "".join(
-            f"\n{MEANING}{line}"
-            for line in container_end_meaning(state.spec, task.role, message)
-        )
-        state.on_failure(
-            task,
-            f"{task.key} ({task.where()}) was {word}: YARN took its container "
-            f"back through no fault of the job (YARN: {message}){meaning}",
-            Failure.DISRUPTED,
-        )
-
-    def _check_registration(self, now: float) -> None:
-        state = self.state
-        timeout = state.spec.registration_timeout
-        late = [
-            t
-            for t in state.tasks.values()
-            if t.state in (TaskState.REQUESTED, TaskState.ALLOCATED)
-            and t.stop_requested_at is None
-            and t not in state.resizer.standby  # it may wait as long as it takes
-            and now - t.requested_at > timeout
-        ]
-        if not late:
-            return
-        for task in late:
-            state.mark(task, TaskState.LOST, f"not registered after {timeout:.0f} s")
-        reasons = "; ".join(self._waiting_for(t, now) for t in late)
-        if state.gang.gave_back:
-            reasons += (
-                f" (gang allocation gave back the cluster's containers "
-                f"{state.gang.gave_back} time(s) meanwhile, waiting for resources)"
-            )
-        state.on_failure(
-            late[0],
-            f"{len(late)} task(s) did not register within the registration timeout "
-            f"of {timeout:.0f} s: {reasons}",
-            Failure.UNREGISTERED,
-        )
-
-    def _waiting_for(self, task: Task, now: float) -> str:
-        waited = now - task.requested_at
-        info = self.state.containers.get(task.container_id or "")
-        if info is None or info.state in PENDING_STATES:
-            group = self.state.spec.group(task.role)
-            gpus = f", {group.gpus} GPUs" if group.gpus else ""
-            # A node whose GPU discovery fails offers no GPUs (am/gpus.py).
-            trouble = self.state.gpus.trouble() if group.gpus else ""
-            return (
-                f"{task.key} waiting for a container of {group.memory_mib} MiB, "
-                f"{group.vcores} vcores{gpus}; not granted after {waited:.0f} s "
-                "(the cluster may not have these resources free, or at all"
-                + (f"; GPUs fail on {trouble}" if trouble else "")
-                + ")"
-            )
-        return (
-            f"{task.key} got container {info.yarn_container_id} on "
-            f"{info.node.split(':')[0]} but did not register after {waited:.0f} s "
-            "(see that container's log: did the tfyarn runtime start?)"
-        )
-
-    def _check_heartbeats(self, now: float) -> None:
-        state = self.state
-        # Big jobs heartbeat less often (tfyarn.contract.heartbeat).
-        interval = heartbeat_interval(state.spec.heartbeat_interval, len(state.tasks))
-        timeout = heartbeat_timeout(state.spec.heartbeat_timeout, interval)
-        for task in list(state.tasks.values()):  # a failure may drop one
-            if (
-                task.state.is_registered()
-                and task.stop_requested_at is None
-                and task.last_heartbeat is not None
-                and now - task.last_heartbeat > timeout
-            ):
-                silent = now - task.last_heartbeat
-                state.mark(task, TaskState.LOST, f"no heartbeat for {silent:.0f} s")
-                state.on_failure(
-                    task,
-                    f"{task.key} ({task.where()}) sent no heartbeat for {silent:.0f} s "
-                    f"(limit {timeout:.0f} s): its process is wedged or its node "
-                    "or network is gone",
-                    Failure.SILENT,
-                )
-
-    def _check_stall(self, now: float) -> None:
-        """--stall_timeout: no task reported a new step for that long."""
-        state = self.state
-        timeout = state.spec.stall_timeout
-        if (
-            not timeout
-            or state.progress_at is None
-            or state.phase is not Phase.RUNNING
-            or state.notices.active  # saving for a stop notice, not stalled
-            or now - state.progress_at <= timeout
-        ):
-            return
-        named = []
-        for t in state.tasks.values():
-            if t.state is not TaskState.RUNNING:
-                continue
-            if t.step is None:
-                named.append(f"{t.key} never reported progress")
-            else:
-                idle = now - (t.last_progress or now)
-                named.append(f"{t.key} at step {t.step} for {idle:.0f} s")
-        idle = now - state.progress_at
-        state.progress_at = None  # one failure per stall
-        # A stall is the whole job's: charged to the lead, so it restarts the
-        # cluster (no single task to replace).
-        state.on_failure(
-            state.lead,
-            f"the job stalled: no task reported training progress for {idle:.0f} s "
-            f"(stall_timeout {timeout:.0f} s): " + "; ".join(named),
-            Failure.STALL,
-        )
+            self._carry_out(decisions)
 
     # -- the end ----------------------------------------------------------------------
-
-    def _check_finishing(self, now: float) -> None:
-        state = self.state
-        assert state.finishing_since is not None
-        spec = state.spec
-        elapsed = now - state.finishing_since
-        if elapsed > spec.worker_grace:
-            for task in state.tasks.values():
-                state.request_stop(
-                    task,
-                    f"{state.lead.key} finished {spec.worker_grace:.0f} s ago "
-                    "(worker_grace)",
-                )
-        if all(t.state.is_terminal() for t in state.tasks.values()):
-            state.outcome = (Phase.SUCCEEDED, self._success_message())
-        elif elapsed > spec.worker_grace + spec.stop_grace + 2 * KILL_MARGIN:
-            # Bounded even if YARN never confirms the kills.
-            state.outcome = (Phase.SUCCEEDED, self._success_message())
-
-    def _check_stopping(self, now: float) -> None:
-        """After ``stop_job``: the client kills the app; if it never does, end it."""
-        state = self.state
-        assert state.stopping_since is not None
-        if state.notices.active:
-            return  # `kill --graceful`: the Stops (and this wait) come after it
-        grace = max((t.stop_grace for t in state.tasks.values()), default=0.0)
-        if now - state.stopping_since > grace + 2 * KILL_MARGIN + STOPPED_LINGER:
-            state.outcome = (Phase.KILLED, state.stop_reason)
-            self._shutdown_killed = True
-
-    def _check_lease(self, now: float) -> None:
-        """A server set whose client stopped renewing ends (am/lease.py)."""
-        state = self.state
-        verdict = lease.decide(state.lease.view(now, settled=state.settled))
-        if verdict.action is lease.LeaseAction.EXPIRE:
-            log.warning("%s", verdict.reason)
-            state.outcome = (Phase.KILLED, verdict.reason)
-            self._shutdown_killed = True  # no client will kill it
-
-    def _success_message(self) -> str:
-        state = self.state
-        counts: dict[str, int] = {}
-        for task in state.tasks.values():
-            counts[task.state.value] = counts.get(task.state.value, 0) + 1
-        summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
-        if state.gang.gave_back:
-            summary += (
-                f"; gang allocation gave back its containers "
-                f"{state.gang.gave_back} time(s) waiting for resources"
-            )
-        message = f"tfyarn: {state.lead.key} finished successfully ({summary})"
-        if state.restart_reasons:
-            # The published status (with every reason) ends with the
-            # application; YARN keeps these diagnostics.
-            message += f"; after {len(state.restart_reasons)} restart(s): " + "; ".join(
-                f"{n}. {_first_line(why)}"
-                for n, why in enumerate(state.restart_reasons[:RESTARTS_LISTED], 1)
-            )
-            if len(state.restart_reasons) > RESTARTS_LISTED:
-                message += f" (+{len(state.restart_reasons) - RESTARTS_LISTED} more)"
-        return message
 
     async def _save_restarts(self) -> None:
         try:
@@ -651,7 +462,7 @@ class Reconciler:
             diagnostics += (
                 f"\nAll task logs: yarn logs -applicationId {launcher.app_id}"
             )
-        state.diagnostics = diagnostics
+        state.apply([Ended(diagnostics)])
         log.info("job %s: %s", phase.value, diagnostics)
         for task in state.tasks.values():
             task.tell_stop(
@@ -675,31 +486,3 @@ class Reconciler:
         if phase is not Phase.KILLED or self._shutdown_killed:
             await launcher.shutdown(phase.value, diagnostics)
         return phase, diagnostics
-
-
-def container_end_meaning(spec: JobSpec, role: Role, diagnostics: str) -> list[str]:
-    """What YARN's words about a container that ended unreported mean.
-
-    A container refused by the NodeManager (Docker: untrusted image, network,
-    user, image not found) never starts the runtime, so YARN's diagnostics are
-    all there is; they say it in exit codes and container-executor's terms.
-    """
-    lines = explain_diagnostics(diagnostics)
-    image = spec.docker_image_of(role)
-    missing = f"{spec.docker_python}: No such file or directory" in diagnostics
-    if image and (127 in exit_codes(diagnostics) or missing):
-        lines.insert(
-            0,
-            f"{role.value} tasks run in Docker image {image} with the "
-            f"interpreter {spec.docker_python} (--docker_python), which was not "
-            "found: build the image with `tfyarn image build`, or give "
-            "--docker_python the image's Python with tfyarn installed (or the "
-            "NodeManager ignored the image: its container executor must be the "
-            "LinuxContainerExecutor with the docker runtime)",
-        )
-    return lines
-
-
-def _first_line(text: str, limit: int = 160) -> str:
-    line = first_line(text)
-    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -32,13 +32,24 @@ import uuid
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Protocol
 
-from am.publish import status_document
+from am.publish import Published, status_document
 from tfyarn.contract import record as contract
 from tfyarn.contract.status import Phase
 
 if TYPE_CHECKING:
     from am.launcher import Launcher
-    from am.state import JobState
+
+
+class Stopped(Published, Protocol):
+    """What the stop watcher reads of the job."""
+
+    @property
+    def outcome(self) -> tuple[Phase, str] | None: ...
+    @property
+    def stopping_since(self) -> float | None: ...
+    @property
+    def stop_reason(self) -> str: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +188,7 @@ async def keep_final(launcher: Launcher, status: str) -> None:
     await _announce(launcher, contract.WRITTEN if kept else contract.FAILED)
 
 
-async def keep_when_stopped(state: JobState, *, poll: float = STOP_POLL) -> None:
+async def keep_when_stopped(state: Stopped, *, poll: float = STOP_POLL) -> None:
     """Keep the record of a job ``tfyarn kill`` stopped, once its tasks ended.
 
     Runs beside the reconcile loop; returns when the record is kept or the
@@ -195,7 +206,7 @@ async def keep_when_stopped(state: JobState, *, poll: float = STOP_POLL) -> None
         await asyncio.sleep(poll)
 
 
-def stopped_status(state: JobState) -> str:
+def stopped_status(state: Stopped) -> str:
     """The record of a stopped job: the snapshot with the phase it ends in.
 
     The master's own phase is still STOPPING: YARN's kill follows, and the

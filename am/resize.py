@@ -18,15 +18,44 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
-from am.model import KILL_MARGIN, Task, TaskRejected, stop_event
-from am.transitions import NEW_ATTEMPT
+from am.decisions import AddStandby, Decision, DropStandby, Resize
+from am.launcher import ContainerInfo, Launcher
+from am.model import Task, TaskRejected
+from am.view import key_of
 from tfyarn.contract.status import Phase
 from tfyarn.spec import JobSpec, Role
 
 if TYPE_CHECKING:
-    from am.state import JobState
+    from am.notice import Notices
+
+
+class Job(Protocol):
+    """What a resize reads of the job; the new generation is the state's to
+    make (:class:`~am.decisions.Resize`, applied by ``JobState.apply``)."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+    @property
+    def phase(self) -> Phase: ...
+    @property
+    def settled(self) -> bool: ...
+    @property
+    def notices(self) -> Notices: ...
+    @property
+    def tasks(self) -> Mapping[tuple[Role, int], Task]: ...
+    @property
+    def clock(self) -> Callable[[], float]: ...
+    @property
+    def containers(self) -> Mapping[str, ContainerInfo]: ...
+    @property
+    def launcher(self) -> Launcher: ...
+
+    def apply(self, decisions: Iterable[Decision]) -> None: ...
+    def poke(self) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +69,7 @@ def resized(spec: JobSpec, num_worker: int) -> JobSpec:
     return dataclasses.replace(spec, tasks={**spec.tasks, Role.WORKER: group})
 
 
-def refusal(state: JobState, num_worker: int) -> TaskRejected | None:
+def refusal(state: Job, num_worker: int) -> TaskRejected | None:
     """Why the job cannot be resized to ``num_worker`` now (None: it can)."""
     spec = state.spec
     if not spec.count(Role.WORKER):
@@ -75,7 +104,7 @@ def refusal(state: JobState, num_worker: int) -> TaskRejected | None:
 class Resizer:
     """One job's resizes: the requests, the new generation, the removed workers."""
 
-    def __init__(self, state: JobState) -> None:
+    def __init__(self, state: Job) -> None:
         self.state = state
         self.reasons: list[str] = []  # one per resize, oldest first
         # The worker count to keep or grow back to: the submitted one, then
@@ -144,84 +173,33 @@ class Resizer:
     def begin(self, num_worker: int, reason: str) -> float:
         """A stop notice now, the generation of ``num_worker`` workers after it;
         the notice's grace."""
-        then = functools.partial(self.apply, num_worker, reason)
+        then = functools.partial(self.state.apply, [Resize(num_worker, reason)])
         return self.state.notices.begin(reason, then)
 
-    def apply(self, num_worker: int, reason: str) -> None:
-        """The next generation with ``num_worker`` workers (after the notice)."""
-        state = self.state
-        if state.settled:
-            return  # a stop or the lead's end came meanwhile
-        before = state.spec.count(Role.WORKER)
-        if num_worker == before:
-            return
-        self.reasons.append(reason)
-        state.restarts_unsaved = True
-        log.warning("%s", reason)
-        spec = resized(state.spec, num_worker)
-        state.spec = spec
-        for index in range(num_worker, before):
-            self._remove(state.tasks.pop((Role.WORKER, index)), reason)
-        # Workers standing by for these indexes join with their containers.
-        self.standby -= {t for t in self.standby if t.index < num_worker}
-        state.restart_cluster(reason)
-        added = {}
-        for index in range(before, num_worker):
-            if (Role.WORKER, index) not in state.tasks:
-                added[(Role.WORKER, index)] = self._add(index, reason)
-        # In launch order: TensorFlow's worker i is the i-th of the list.
-        tasks = {k: state.tasks.get(k) or added[k] for k in spec.task_keys()}
-        tasks.update({(t.role, t.index): t for t in self.standby})
-        state.tasks = tasks
-        state.cluster_members = tuple(
-            t for t in state.tasks.values() if t.role.in_cluster_spec()
-        )
-        state.unregistered = set(state.cluster_members)
-        state.poke()
-
-    def _remove(self, task: Task, reason: str) -> None:
-        """A worker beyond the new size: its runtime ends for good."""
-        state = self.state
-        grace = state.spec.stop_grace
-        event = stop_event(f"{task.key} removed: {reason}", grace)
-        task.tell_stop(event)
-        task.watchers.clear()
-        # Its calls are answered with this final Stop (am/attempts.py), not
-        # refused, until its container ends; a later attempt number keeps a
-        # late registration out.
-        task.attempt += 1
-        task.in_place_stop = event
-        state.relaunch.discard(task)
-        state.note(task, f"removed: {reason}")
-        kill_by = state.clock() + (0 if task.retiring else grace + KILL_MARGIN)
-        self.leaving[(task.role, task.index)] = (task, kill_by)
-
-    def _add(self, index: int, reason: str) -> Task:
-        """A worker the new size adds: a new container, its attempt after any
-        earlier worker of that index (whose late calls are then refused)."""
-        state = self.state
-        earlier = self.leaving.get((Role.WORKER, index))
-        attempt = earlier[0].attempt + 1 if earlier else 0
-        # A new record, not a move: it begins where every later attempt does.
-        task = Task(role=Role.WORKER, index=index, attempt=attempt, state=NEW_ATTEMPT)
-        state.note(task, f"{NEW_ATTEMPT.value}: added: {reason}")
-        task.retire_by = task.relaunch_at = 0.0
-        state.relaunch.add(task)
-        return task
-
-    def add_standby(self, index: int, why: str) -> Task:
+    def add_standby(self, index: int, why: str) -> None:
         """Ask YARN for worker ``index``'s container ahead of a resize: it
         registers and waits, outside the cluster (am/elastic.py)."""
-        task = self._add(index, why)
-        self.state.tasks[(Role.WORKER, index)] = task
-        self.standby.add(task)
-        return task
+        self.state.apply([AddStandby(index, why)])
 
     def drop_standby(self, task: Task, why: str) -> None:
         """A standing-by worker is not wanted (or failed): it leaves the job."""
-        self.standby.discard(task)
-        self.state.tasks.pop((task.role, task.index), None)
-        self._remove(task, why)
+        self.state.apply([DropStandby(key_of(task), why)])
+
+    # -- the resizer's own records, kept by the state as it applies a resize -----
+
+    def resized(self, reason: str) -> None:
+        """A resize is applied: counted, and said."""
+        self.reasons.append(reason)
+        log.warning("%s", reason)
+
+    def leave(self, task: Task, kill_by: float) -> None:
+        """A removed worker: its container is killed if it outlives ``kill_by``."""
+        self.leaving[(task.role, task.index)] = (task, kill_by)
+
+    def earlier_attempt(self, index: int) -> int | None:
+        """The attempt of a removed worker ``index`` still leaving, if any."""
+        earlier = self.leaving.get((Role.WORKER, index))
+        return earlier[0].attempt if earlier else None
 
     def leaving_task(self, role: str, index: int) -> Task | None:
         """A removed worker whose container has not ended yet."""

@@ -10,13 +10,48 @@ saved in skein's HDFS application directory by the reconcile loop
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from am.state import JobState
+
+class Counts(Protocol):
+    """What the record holds, as the job counts it (JobState has these fields)."""
+
+    @property
+    def budget_used(self) -> int: ...
+    @property
+    def restarts(self) -> int: ...
+    @property
+    def cluster_restarts(self) -> int: ...
+    @property
+    def restart_reasons(self) -> Sequence[str]: ...
+    @property
+    def failures(self) -> Sequence[str]: ...
+    @property
+    def errors_seen(self) -> AbstractSet[str]: ...
+    @property
+    def disruption_reasons(self) -> Sequence[str]: ...
+    @property
+    def disruption_kinds(self) -> Mapping[str, int]: ...
 
 
-def record_of(state: JobState) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Resumed:
+    """The counts a new master attempt goes on with (the job takes them over)."""
+
+    budget_used: int
+    restarts: int
+    cluster_restarts: int
+    restart_reasons: tuple[str, ...]
+    failures: tuple[str, ...]
+    errors_seen: frozenset[str]
+    disruption_reasons: tuple[str, ...]
+    disruption_kinds: Mapping[str, int]
+
+
+def record_of(state: Counts) -> dict[str, Any]:
     """What a later master attempt needs to go on counting (:func:`resume`)."""
     return {
         "budget_used": state.budget_used,
@@ -30,21 +65,23 @@ def record_of(state: JobState) -> dict[str, Any]:
     }
 
 
-def resume(state: JobState, attempt: int, record: dict[str, Any] | None) -> None:
-    """Go on from an earlier master attempt's record, if it left one."""
+def resume(attempt: int, record: dict[str, Any] | None) -> Resumed:
+    """The counts to go on from an earlier master attempt's record, if it left one.
+
+    This attempt is one more restart, not charged; without a record, each
+    earlier attempt counts as one.
+    """
     record = record or {}
-    state.budget_used = int(record.get("budget_used", 0))
-    state.failures = [str(f) for f in record.get("failures", [])]
-    state.errors_seen = {str(e) for e in record.get("errors_seen", [])}
-    state.restart_reasons = [str(r) for r in record.get("restart_reasons", [])]
-    state.disruption_reasons = [str(r) for r in record.get("disruption_reasons", [])]
     kinds = record.get("disruption_kinds", {})
-    state.disruption_kinds = {str(k): int(n) for k, n in kinds.items()}
-    # Without a record, count each earlier attempt as one restart.
-    state.restarts = int(record.get("restarts", attempt - 2))
-    state.cluster_restarts = int(record.get("cluster_restarts", attempt - 2)) + 1
-    state.restarts += 1
-    state.restart_reasons.append(
-        f"application master attempt {attempt}: attempt {attempt - 1} ended"
+    reasons = [str(r) for r in record.get("restart_reasons", [])]
+    reasons.append(f"application master attempt {attempt}: attempt {attempt - 1} ended")
+    return Resumed(
+        budget_used=int(record.get("budget_used", 0)),
+        restarts=int(record.get("restarts", attempt - 2)) + 1,
+        cluster_restarts=int(record.get("cluster_restarts", attempt - 2)) + 1,
+        restart_reasons=tuple(reasons),
+        failures=tuple(str(f) for f in record.get("failures", [])),
+        errors_seen=frozenset(str(e) for e in record.get("errors_seen", [])),
+        disruption_reasons=tuple(str(r) for r in record.get("disruption_reasons", [])),
+        disruption_kinds={str(k): int(n) for k, n in kinds.items()},
     )
-    state.restarts_unsaved = True

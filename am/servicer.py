@@ -7,24 +7,81 @@ reconcile loop (am/state.py) acts on them.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from am.state import JobState, TaskRejected
+from am.model import TaskRejected, Watcher
 from tfyarn._proto import master_pb2 as pb
 from tfyarn._proto import master_pb2_grpc
+from tfyarn.contract.status import Phase
+
+if TYPE_CHECKING:
+    from am.gpus import GpuLedger
+    from am.lease import Lease
+    from am.resize import Resizer
 
 log = logging.getLogger(__name__)
 SERVICE = "tfyarn.Master"
 
 
+class Served(Protocol):
+    """The job as the handlers call it: each call records a fact in the state."""
+
+    @property
+    def gpus(self) -> GpuLedger: ...
+    @property
+    def resizer(self) -> Resizer: ...
+    @property
+    def lease(self) -> Lease: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def cluster_restarts(self) -> int: ...
+    @property
+    def restart_reasons(self) -> Sequence[str]: ...
+    @property
+    def phase(self) -> Phase: ...
+
+    def register(self, req: pb.RegisterTaskRequest) -> int: ...
+    def watch(
+        self,
+        role: str,
+        index: int,
+        attempt: int,
+        known: int,
+        *,
+        known_credentials: int = 0,
+    ) -> Watcher: ...
+    def unwatch(self, watcher: Watcher) -> None: ...
+    def heartbeat(
+        self, role: str, index: int, attempt: int, *, heeds_notice: bool = False
+    ) -> int: ...
+    def progress(
+        self, role: str, index: int, attempt: int, step: int, metrics: dict[str, float]
+    ) -> None: ...
+    def task_end(
+        self,
+        role: str,
+        index: int,
+        attempt: int,
+        code: int,
+        tail: str,
+        *,
+        container_ending: bool = False,
+    ) -> None: ...
+    def stop_job(
+        self, reason: str, grace: float, *, graceful: bool = False
+    ) -> tuple[float, int]: ...
+    def renew_lease(self, holder: str) -> None: ...
+
+
 class MasterServicer(master_pb2_grpc.MasterServicer):
     """``tfyarn.Master``, as declared in proto/tfyarn/_proto/master.proto."""
 
-    def __init__(self, state: JobState) -> None:
+    def __init__(self, state: Served) -> None:
         self.state = state
 
     async def WatchCluster(
@@ -138,9 +195,7 @@ class MasterServicer(master_pb2_grpc.MasterServicer):
         # A server set's lease (am/lease.py); the reply tells the client of a
         # cluster restart, after which its coordinator's state is gone.
         state = self.state
-        if state.lease.renewed_at is None:
-            log.info("lease first renewed by %s", request.holder or "a client")
-        state.lease.renew(state.clock(), request.holder)
+        state.renew_lease(request.holder)
         return pb.RenewReply(
             lease_seconds=state.lease.bound,
             generation=state.generation,
@@ -241,7 +296,7 @@ def _handlers(
 
 
 def create_server(
-    state: JobState,
+    state: Served,
     cert: bytes,
     key: bytes,
     address: str = "0.0.0.0:0",

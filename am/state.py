@@ -1,8 +1,12 @@
-"""The job's state machine: what the master knows and decides, as JobState.
+"""The job's state machine and its one applier: what the master knows, as JobState.
 
 Everything here runs on the master's asyncio loop. gRPC handlers call the
 synchronous methods (:meth:`JobState.register`, :meth:`JobState.heartbeat`, …):
-they only record facts and make decisions, never wait. The master's parts:
+they only record facts and make decisions, never wait. No other module
+changes the job: they read it (:mod:`am.view`, or a protocol of their own)
+and return decisions (:mod:`am.decisions`), which :meth:`JobState.apply`
+carries out (tests/unit/test_am_one_applier.py holds the rule). The master's
+parts:
 
 - :mod:`am.model`: each task's record (``Task``), its streams, its refusals;
 - :mod:`am.transitions`: the moves the job's phase and a task's state may
@@ -11,10 +15,12 @@ they only record facts and make decisions, never wait. The master's parts:
   (:func:`am.policy.decide`); :meth:`JobState.on_failure` carries it out;
 - :mod:`am.gang`: gang allocation while the cluster forms; it returns a step
   that :meth:`JobState.check_gang` carries out;
-- :mod:`am.attempts`: ending a task's attempt (a new container, or a restart
-  in place) and queueing the next;
+- :mod:`am.attempts`: how a task's attempt ends (a new container, or a
+  restart in place), decided; the state ends it and queues the next;
 - :mod:`am.reconcile`: the one reconcile loop, every effect on YARN
-  (launch, kill, relaunch, timeouts, shutdown); :meth:`JobState.run`;
+  (launch, kill, relaunch, shutdown); :meth:`JobState.run`;
+- :mod:`am.checks`: the loop's deciders (heartbeats, stalls, registration,
+  a container's end, the lease, the job's end);
 - :mod:`am.publish`: the ``tfyarn.status`` snapshot and YARN's progress;
 - :mod:`am.notice`, :mod:`am.resize`, :mod:`am.elastic`: graceful stops, other
   worker counts (``tfyarn scale``) and ``--min_worker``.
@@ -26,19 +32,50 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from am import policy, restart_record
 from am.attempts import Attempts
+from am.decisions import (
+    AddStandby,
+    ContainerEnded,
+    ContainerSeen,
+    ContainersPolled,
+    Decision,
+    DropStandby,
+    Ended,
+    Fail,
+    FailureHint,
+    Finish,
+    GaveBack,
+    InPlaceFailed,
+    Launched,
+    Mark,
+    Note,
+    NotRelaunched,
+    Relaunching,
+    Resize,
+    RestartInPlace,
+    RestartsSaving,
+    Retire,
+    RetireKilled,
+    ServingAt,
+    StallSeen,
+    StopTask,
+    TaskKey,
+    TokenStatus,
+    Warn,
+)
 from am.elastic import Elastic
 from am.gang import Gang
 from am.gpus import GpuLedger
 from am.launcher import ContainerInfo, Launcher
-from am.lease import Lease
+from am.lease import Lease, LeaseView
 from am.model import (
     BIG_JOB_TASKS,
     HISTORY_LIMIT,
+    KILL_MARGIN,
     STDERR_TAIL_CHARS,
     Task,
     TaskRejected,
@@ -50,7 +87,7 @@ from am.notice import Notices
 from am.policy import Action, Failure
 from am.publish import Publisher, snapshot, yarn_progress
 from am.reconcile import Reconciler
-from am.resize import Resizer
+from am.resize import Resizer, resized
 from am.transitions import (
     NEW_ATTEMPT,
     IllegalTransition,
@@ -404,6 +441,12 @@ class JobState:
             for watcher in task.watchers:
                 watcher.put(event)
 
+    def renew_lease(self, holder: str) -> None:
+        """A server set's client renewed its lease (am/lease.py)."""
+        if self.lease.renewed_at is None:
+            log.info("lease first renewed by %s", holder or "a client")
+        self.lease.renew(self.clock(), holder)
+
     def unwatch(self, watcher: Watcher) -> None:
         watcher.task.watchers.discard(watcher)
 
@@ -445,6 +488,7 @@ class JobState:
         if task.state.is_terminal():
             return  # already decided (e.g. its container was seen gone first)
         if self.notices.on_end(task, code):
+            task.exit_code = code
             return  # saved for a stop notice: it waits for the next generation
         task.exit_code = code
         task.stderr_tail = tail[-STDERR_TAIL_CHARS:]
@@ -473,7 +517,7 @@ class JobState:
 
         ``graceful`` (``--graceful``): a stop notice first (am/notice.py). The
         client kills the application once the tasks ended; should it not, the
-        master ends it KILLED itself (``am.reconcile.STOPPED_LINGER`` later).
+        master ends it KILLED itself (``am.checks.STOPPED_LINGER`` later).
         Returns the longest the tasks may take and how many were told to stop.
         """
         grace = grace if grace > 0 else self.spec.stop_grace
@@ -571,7 +615,7 @@ class JobState:
             self.outcome = (Phase.FAILED, message)
         elif action is Action.REPLACE_TASK:
             self._record_restart(f"{task.key} replaced: {reason}", charge=True)
-            self.attempts.replace(task, reason)
+            self.apply([self.attempts.replace(task, reason)])
         else:
             self._record_restart(f"cluster restarted: {reason}", charge=True)
             self.restart_cluster(reason)
@@ -591,7 +635,7 @@ class JobState:
         self.disruption_reasons.append(reason)
         self.restarts_unsaved = True
         if action is Action.REPLACE_TASK:
-            self.attempts.replace(task, reason)
+            self.apply([self.attempts.replace(task, reason)])
         else:
             self.restart_cluster(reason)
 
@@ -610,7 +654,16 @@ class JobState:
         self, attempt: int, record: dict[str, Any] | None
     ) -> None:
         """Go on from an earlier master attempt's record (am/restart_record.py)."""
-        restart_record.resume(self, attempt, record)
+        counts = restart_record.resume(attempt, record)
+        self.budget_used = counts.budget_used
+        self.failures = list(counts.failures)
+        self.errors_seen = set(counts.errors_seen)
+        self.restart_reasons = list(counts.restart_reasons)
+        self.disruption_reasons = list(counts.disruption_reasons)
+        self.disruption_kinds = dict(counts.disruption_kinds)
+        self.restarts = counts.restarts
+        self.cluster_restarts = counts.cluster_restarts
+        self.restarts_unsaved = True
 
     def next_attempt(self, task: Task, why: str) -> None:
         """Forget what belonged to the task's current attempt; begin the next.
@@ -645,15 +698,17 @@ class JobState:
         self.progress_at = None
         self.cluster_formed_at = None
         log.warning("restarting the whole cluster: %s", reason)
+        attempts = self.attempts
+        why = f"the cluster restarts: {reason}"
         for task in self.tasks.values():
-            if self.attempts.can_restart_in_place(task):
-                self.attempts.restart_in_place(task, f"the cluster restarts: {reason}")
-            elif self.attempts.not_started_yet(task):
+            if attempts.can_restart_in_place(task):
+                self.apply([attempts.restart_in_place(task, why)])
+            elif attempts.not_started_yet(task):
                 # Its runtime has not registered: it registers into the next
                 # generation as it is (a standby worker joining a resize).
                 self.note(task, f"keeps its new container: {reason}")
             else:
-                self.attempts.retire(task, f"the cluster restarts: {reason}")
+                self.apply([attempts.retire(task, why)])
         self.poke()
         self.unregistered = set(self.cluster_members)
 
@@ -667,11 +722,13 @@ class JobState:
             self.give_back(step.give_back, step.reason, relaunch_at=step.relaunch_at)
 
     def give_back(
-        self, tasks: Iterable[Task], reason: str, *, relaunch_at: float
+        self, keys: Iterable[TaskKey], reason: str, *, relaunch_at: float
     ) -> None:
         """Gang allocation (am/gang.py): end these forming tasks' attempts now
         (:meth:`am.attempts.Attempts.give_back`)."""
-        self.attempts.give_back(tasks, reason, relaunch_at=relaunch_at)
+        for key in keys:
+            task = self.tasks[key]
+            self.apply(self.attempts.give_back(task, reason, relaunch_at=relaunch_at))
         self.unregistered = set(self.cluster_members)
 
     def _on_lead_success(self) -> None:
@@ -740,6 +797,220 @@ class JobState:
             return {}
         event = pb.ClusterEvent.FromString(self._cluster_event)
         return _clusterspec.decode(event.cluster_spec)
+
+    # -- the applier: the one place decisions change the job ---------------------------
+
+    def apply(self, decisions: Iterable[Decision]) -> None:
+        """Carry out deciders' decisions (am/decisions.py), in order.
+
+        Task states move only through :meth:`mark` (the task table), the
+        phase only through :meth:`move_to`; a failure goes through the
+        restart policy (:meth:`on_failure`).
+
+        Raises
+        ------
+        IllegalTransition
+            If a decision asks for a move the tables do not allow.
+        TypeError
+            If handed something that is not a decision the job carries out.
+        """
+        for decision in decisions:
+            self._apply_one(decision)
+
+    def _apply_one(self, d: Decision) -> None:
+        if isinstance(d, Mark):
+            self.mark(self.tasks[d.task], d.status, d.reason, quiet=d.quiet)
+        elif isinstance(d, Fail):
+            task = self.tasks[d.task]
+            if d.disruption:
+                self.disrupted[task] = d.disruption
+            self.on_failure(task, d.reason, d.kind)
+        elif isinstance(d, Finish):
+            self.outcome = (d.phase, d.diagnostics)
+        elif isinstance(d, StopTask):
+            self.request_stop(self.tasks[d.task], d.reason)
+        elif isinstance(d, Note):
+            self.note(self.tasks[d.task], d.text, quiet=d.quiet)
+        elif isinstance(d, StallSeen):
+            self.progress_at = None
+        elif isinstance(d, InPlaceFailed):
+            task = self.tasks[d.task]
+            self._queue_relaunch(task, 0, d.retiring)
+            if task.retiring:
+                task.attempt += 1  # its late registration, before the kill, is refused
+            self.note(
+                task,
+                f"restart in place failed ({d.why}): asking for a new container",
+            )
+        elif isinstance(d, Retire):
+            task = self.tasks[d.task]
+            task.tell_stop(stop_event(d.reason, self.spec.stop_grace))
+            task.watchers.clear()
+            self._queue_relaunch(task, d.grace, d.retiring)
+            self.next_attempt(task, d.reason)
+        elif isinstance(d, RestartInPlace):
+            task = self.tasks[d.task]
+            event = stop_event(
+                d.reason, self.spec.stop_grace, next_attempt=task.attempt + 1
+            )
+            task.tell_stop(event)
+            task.watchers.clear()
+            task.in_place_stop = event
+            task.in_place_by = d.by
+            self.next_attempt(task, d.note)
+        elif isinstance(d, GaveBack):
+            task = self.tasks[d.task]
+            task.retire_by = d.retire_by
+            task.relaunch_at = d.relaunch_at
+            task.waiting_since = d.waiting_since
+            task.host = task.port = None
+        elif isinstance(d, Resize):
+            self._resize(d.num_worker, d.reason)
+        elif isinstance(d, AddStandby):
+            task = self._new_worker(d.index, d.reason)
+            self.tasks[(Role.WORKER, d.index)] = task
+            self.resizer.standby.add(task)
+        elif isinstance(d, DropStandby):
+            # Standing-by workers are in self.tasks until they leave.
+            task = self.tasks.pop(d.task)
+            self.resizer.standby.discard(task)
+            self._remove_worker(task, d.reason)
+        elif isinstance(d, ContainerSeen):
+            task = self.tasks[d.task]
+            if d.yarn_container_id is not None:
+                task.yarn_container_id = d.yarn_container_id
+            if d.node is not None:
+                task.node = d.node
+        elif isinstance(d, ContainerEnded):
+            self.tasks[d.task].container_ended_at = d.at
+        elif isinstance(d, ContainersPolled):
+            self.containers = dict(d.containers)
+        elif isinstance(d, Launched):
+            task = self.tasks[d.task]
+            task.container_id = d.container_id
+            if d.requested_at is not None:
+                task.requested_at = d.requested_at
+            self.note(task, d.note, quiet=d.quiet)
+        elif isinstance(d, Relaunching):
+            task = self.tasks[d.task]
+            task.retiring = None
+            self.relaunch.discard(task)
+            self.mark(task, TaskState.REQUESTED, f"attempt {task.attempt}")
+            # A gang give-back's new request still counts from the formation's start.
+            since, task.waiting_since = task.waiting_since, None
+            task.requested_at = d.now if since is None else since
+        elif isinstance(d, NotRelaunched):
+            task = self.tasks[d.task]
+            self.relaunch.discard(task)
+            self.mark(task, TaskState.KILLED, d.reason)
+        elif isinstance(d, RetireKilled):
+            task = self.tasks[d.task]
+            task.retire_killed = True
+            task.retire_by = d.by
+        elif isinstance(d, RestartsSaving):
+            self.restarts_unsaved = False
+        elif isinstance(d, Ended):
+            self.diagnostics = d.diagnostics
+        elif isinstance(d, ServingAt):
+            self.master_address = d.address
+        elif isinstance(d, Warn):
+            self.warnings.append(d.text)
+        elif isinstance(d, TokenStatus):
+            self.hdfs_tokens = dict(d.status)
+            self.publisher.dirty = True
+        elif isinstance(d, FailureHint):
+            self.failure_hint = d.hint
+        else:
+            raise TypeError(f"not a decision the job carries out: {d!r}")
+
+    def _queue_relaunch(self, task: Task, grace: float, retiring: str | None) -> None:
+        """Leave the task's container behind: the reconcile loop kills it if
+        still alive after ``grace`` seconds, then asks YARN for a new one."""
+        task.retiring = retiring
+        task.retire_by = self.clock() + grace
+        task.retire_killed = False
+        task.in_place_stop = None
+        task.container_id = task.yarn_container_id = task.node = None
+        self.relaunch.add(task)
+        self.poke()
+
+    def _resize(self, num_worker: int, reason: str) -> None:
+        """The next generation with ``num_worker`` workers (am/resize.py)."""
+        if self.settled:
+            return  # a stop or the lead's end came meanwhile
+        before = self.spec.count(Role.WORKER)
+        if num_worker == before:
+            return
+        resizer = self.resizer
+        resizer.resized(reason)
+        self.restarts_unsaved = True
+        spec = resized(self.spec, num_worker)
+        self.spec = spec
+        for index in range(num_worker, before):
+            self._remove_worker(self.tasks.pop((Role.WORKER, index)), reason)
+        # Workers standing by for these indexes join with their containers.
+        resizer.standby -= {t for t in resizer.standby if t.index < num_worker}
+        self.restart_cluster(reason)
+        added = {}
+        for index in range(before, num_worker):
+            if (Role.WORKER, index) not in self.tasks:
+                added[(Role.WORKER, index)] = self._new_worker(index, reason)
+        # In launch order: TensorFlow's worker i is the i-th of the list.
+        tasks = {k: self.tasks.get(k) or added[k] for k in spec.task_keys()}
+        tasks.update({(t.role, t.index): t for t in resizer.standby})
+        self.tasks = tasks
+        self.cluster_members = tuple(
+            t for t in self.tasks.values() if t.role.in_cluster_spec()
+        )
+        self.unregistered = set(self.cluster_members)
+        self.poke()
+
+    def _remove_worker(self, task: Task, reason: str) -> None:
+        """A worker beyond the new size: its runtime ends for good."""
+        grace = self.spec.stop_grace
+        event = stop_event(f"{task.key} removed: {reason}", grace)
+        task.tell_stop(event)
+        task.watchers.clear()
+        # Its calls are answered with this final Stop (am/attempts.py), not
+        # refused, until its container ends; a later attempt number keeps a
+        # late registration out.
+        task.attempt += 1
+        task.in_place_stop = event
+        self.relaunch.discard(task)
+        self.note(task, f"removed: {reason}")
+        kill_by = self.clock() + (0 if task.retiring else grace + KILL_MARGIN)
+        self.resizer.leave(task, kill_by)
+
+    def _new_worker(self, index: int, reason: str) -> Task:
+        """A worker a resize adds: a new container, its attempt after any
+        earlier worker of that index (whose late calls are then refused)."""
+        earlier = self.resizer.earlier_attempt(index)
+        attempt = earlier + 1 if earlier is not None else 0
+        # A new record, not a move: it begins where every later attempt does.
+        task = Task(role=Role.WORKER, index=index, attempt=attempt, state=NEW_ATTEMPT)
+        self.note(task, f"{NEW_ATTEMPT.value}: added: {reason}")
+        self.relaunch.add(task)
+        return task
+
+    # -- what deciders read besides the state's own fields (am/view.py) ---------------
+
+    @property
+    def draining(self) -> bool:
+        return self.notices.active
+
+    @property
+    def standby(self) -> Collection[Task]:
+        return self.resizer.standby
+
+    @property
+    def gang_gave_back(self) -> int:
+        return self.gang.gave_back
+
+    def gpu_trouble(self) -> str:
+        return self.gpus.trouble()
+
+    def lease_view(self, now: float) -> LeaseView:
+        return self.lease.view(now, settled=self.settled)
 
     # -- what the reconcile loop calls too ---------------------------------------------
 

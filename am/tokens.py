@@ -21,12 +21,13 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from am import fetch_tokens
 from am import token_schedule as schedule
+from am.decisions import Decision, FailureHint, TokenStatus, Warn
 from tfyarn._proto import master_pb2 as pb
 from tfyarn.contract import env as _env
 from tfyarn.contract.tokens import (
@@ -37,9 +38,19 @@ from tfyarn.contract.tokens import (
     usable_until,
     write_atomically,
 )
+from tfyarn.spec import JobSpec
 
-if TYPE_CHECKING:
-    from am.state import JobState
+
+class Job(Protocol):
+    """What the keeper needs of the job: its spec, its applier, its streams."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+
+    def apply(self, decisions: Iterable[Decision]) -> None: ...
+
+    def push_credentials(self, event: bytes, version: int) -> None: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +76,7 @@ class TokenKeeper:
 
     def __init__(
         self,
-        state: JobState,
+        state: Job,
         *,
         token_file: Path,
         principal: str = "",
@@ -102,7 +113,7 @@ class TokenKeeper:
         )
         if self.life is None:
             return  # no HDFS delegation tokens: not a secure cluster
-        self.state.failure_hint = self.hint
+        self.state.apply([FailureHint(self.hint)])
         now = self.wall()
         if self.principal and self.keytab:
             self.next_at = schedule.refresh_at(self.life)
@@ -116,7 +127,7 @@ class TokenKeeper:
         else:
             warning = schedule.no_keytab_warning(self.life, now)
             log.warning("%s", warning)
-            self.state.warnings.append(warning)
+            self.state.apply([Warn(warning)])
         self._publish()
 
     def due(self) -> bool:
@@ -196,19 +207,17 @@ class TokenKeeper:
     def _publish(self, *, error: str = "") -> None:
         if self.life is None:
             return
-        self.state.hdfs_tokens = {
+        status = {
             "refreshed_by": self.principal if self.principal and self.keytab else "",
             "ends": self.life.ends,
             "refreshes": self.version,
             "next_refresh": self.next_at,
             "last_error": error,
         }
-        self.state.publisher.dirty = True
+        self.state.apply([TokenStatus(status)])
 
 
-def keeper_for(
-    state: JobState, environ: dict[str, str] | None = None
-) -> TokenKeeper | None:
+def keeper_for(state: Job, environ: dict[str, str] | None = None) -> TokenKeeper | None:
     """The job's keeper, started; None outside a secure cluster."""
     env: dict[str, Any] = dict(os.environ if environ is None else environ)
     token_file = env.get("HADOOP_TOKEN_FILE_LOCATION")

@@ -85,7 +85,7 @@ def test_without_a_script_that_heeds_notices_the_stops_follow_at_once() -> None:
 
 def test_a_script_still_saving_at_the_deadline_is_stopped() -> None:
     # A grace longer than the master's wait for the client's kill after the
-    # Stops (am.reconcile.STOPPED_LINGER): the notice's wait is not part of it.
+    # Stops (am.checks.STOPPED_LINGER): the notice's wait is not part of it.
     spec = job(tasks={"worker": 2}, stop_grace=60)
 
     async def scenario(state: JobState, launcher: FakeLauncher, clock: Clock) -> None:

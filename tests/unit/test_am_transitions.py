@@ -178,7 +178,7 @@ def test_gang_returns_a_give_back_and_the_resumed_phase_moving_nothing() -> None
     step = state.gang.check(state, start + 11)
     assert step is not None
     assert step.phase is Phase.WAITING_FOR_RESOURCES
-    assert step.give_back == state.cluster_members
+    assert step.give_back == tuple((t.role, t.index) for t in state.cluster_members)
     assert "YARN granted 2 of 3 containers" in step.reason
     assert start + 11 + MIN_PAUSE <= step.relaunch_at <= start + 11 + 10
     # Nothing applied by the gang itself.

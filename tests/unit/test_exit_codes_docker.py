@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from am.reconcile import container_end_meaning
+from am.checks import container_end_meaning
 from tfyarn.contract.exit_codes import (
     explain_diagnostics,
     explain_executor_exit,
