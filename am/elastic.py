@@ -27,25 +27,19 @@ from typing import TYPE_CHECKING, Protocol
 
 from am.decisions import Decision, Note
 from am.model import Task
-from am.view import key_of
+from am.view import JobBasics, key_of
 from tfyarn.contract.status import Phase, TaskState
-from tfyarn.spec import JobSpec, Role
+from tfyarn.spec import Role
 
 if TYPE_CHECKING:
     from am.notice import Notices
     from am.resize import Resizer
 
 
-class Job(Protocol):
+class Job(JobBasics, Protocol):
     """What ``--min_worker`` reads of the job; it changes it only through the
     resizer (am/resize.py) and the applier."""
 
-    @property
-    def spec(self) -> JobSpec: ...
-    @property
-    def phase(self) -> Phase: ...
-    @property
-    def settled(self) -> bool: ...
     @property
     def tasks(self) -> Mapping[tuple[Role, int], Task]: ...
     @property

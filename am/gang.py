@@ -29,20 +29,13 @@ from enum import Enum
 from typing import Protocol
 
 from am.decisions import TaskKey
-from am.view import TaskView, key_of
+from am.view import JobBasics, TaskView, key_of
 from tfyarn.contract.status import Phase, TaskState
-from tfyarn.spec import JobSpec
 
 
-class Forming(Protocol):
+class Forming(JobBasics, Protocol):
     """What gang allocation reads of the job (JobState has it)."""
 
-    @property
-    def spec(self) -> JobSpec: ...
-    @property
-    def phase(self) -> Phase: ...
-    @property
-    def settled(self) -> bool: ...
     @property
     def formed(self) -> bool: ...
     @property

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 from am.decisions import AddStandby, Decision, DropStandby, Resize
 from am.launcher import ContainerInfo, Launcher
 from am.model import Task, TaskRejected
-from am.view import key_of
+from am.view import JobBasics, key_of
 from tfyarn.contract.status import Phase
 from tfyarn.spec import JobSpec, Role
 
@@ -32,16 +32,10 @@ if TYPE_CHECKING:
     from am.notice import Notices
 
 
-class Job(Protocol):
+class Job(JobBasics, Protocol):
     """What a resize reads of the job; the new generation is the state's to
     make (:class:`~am.decisions.Resize`, applied by ``JobState.apply``)."""
 
-    @property
-    def spec(self) -> JobSpec: ...
-    @property
-    def phase(self) -> Phase: ...
-    @property
-    def settled(self) -> bool: ...
     @property
     def notices(self) -> Notices: ...
     @property

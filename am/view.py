@@ -60,13 +60,21 @@ class TaskView(Protocol):
     def where(self) -> str: ...
 
 
-class JobView(Protocol):
-    """The job as the reconcile loop's deciders see it (:mod:`am.checks`)."""
+class JobBasics(Protocol):
+    """What every decider reads of the job first: its spec, its phase and
+    whether its cluster has settled (formed, nothing in flight)."""
 
     @property
     def spec(self) -> JobSpec: ...
     @property
     def phase(self) -> Phase: ...
+    @property
+    def settled(self) -> bool: ...
+
+
+class JobView(JobBasics, Protocol):
+    """The job as the reconcile loop's deciders see it (:mod:`am.checks`)."""
+
     @property
     def tasks(self) -> Mapping[tuple[Role, int], TaskView]: ...
     @property
@@ -75,8 +83,6 @@ class JobView(Protocol):
     def containers(self) -> Mapping[str, ContainerInfo]: ...
     @property
     def log_each(self) -> bool: ...
-    @property
-    def settled(self) -> bool: ...
     @property
     def progress_at(self) -> float | None: ...
     @property
