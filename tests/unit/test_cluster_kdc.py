@@ -1,8 +1,12 @@
-"""The local KDC's configuration and its errors, without running one."""
+"""The local KDC's configuration and its errors, without running one; its stop."""
 
 from __future__ import annotations
 
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -31,3 +35,21 @@ def test_config_names_the_realm_port_and_files(tmp_path: Path) -> None:
     assert "kdc = 127.0.0.1:18888" in krb5_conf
     assert kdc.env() == {"KRB5_CONFIG": str(tmp_path / "krb5.conf")}
     assert kdc.java_flags() == [f"-Djava.security.krb5.conf={tmp_path / 'krb5.conf'}"]
+
+
+def test_a_stop_waits_for_the_process_itself_not_its_command_line() -> None:
+    # A process that takes 0.5 s to go after SIGTERM, as an exiting KDC does on
+    # a loaded host: _ended returns once it is gone, not before.
+    slow_to_go = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(0.5), sys.exit(0)))\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", slow_to_go], stdout=subprocess.PIPE)
+    assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+    began = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    assert _kdc._ended(child.pid, within=10)
+    assert time.monotonic() - began >= 0.4
+    assert child.poll() is not None  # reaped: nothing left to find

@@ -22,6 +22,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from tfyarn.contract.local_cluster import is_dead
 from tfyarn.errors import ClusterError
 
 TOOLS = ("krb5kdc", "kdb5_util", "kadmin.local", "kinit", "klist")
@@ -216,13 +217,9 @@ class Kdc:
         if pid is None:
             return
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and self.pid() is not None:
-            _reap(pid)
-            time.sleep(0.05)
-        if self.pid() is not None:
+        if not _ended(pid, within=5):
             os.kill(pid, signal.SIGKILL)
-            _reap(pid)
+            _ended(pid, within=5)
         self._pid_file.unlink(missing_ok=True)
 
     # -- principals ---------------------------------------------------------
@@ -300,6 +297,23 @@ def _listening(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _ended(pid: int, *, within: float) -> bool:
+    """Wait up to ``within`` seconds for ``pid`` to be gone; whether it is.
+
+    The process itself, not :meth:`Kdc.pid`: an exiting process shows an
+    empty command line well before it is gone, and on a loaded host a stop
+    that returned then left the KDC still running for its caller to find.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        _reap(pid)
+        if is_dead(pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _reap(pid: int) -> None:

@@ -21,6 +21,7 @@ import pytest
 
 from tfyarn.cluster import ClusterSettings, LocalCluster, _process
 from tfyarn.cluster._kdc import missing_tools
+from tfyarn.contract.local_cluster import command_line
 
 SECURE_BASE_DIR = Path(
     os.environ.get("TFYARN_SECURE_HOME", "/var/tmp/tfyarn-tests/secure")
@@ -83,4 +84,6 @@ def local_cluster() -> Iterator[LocalCluster]:
             assert cluster.secure().kdc.pid() is None, "the KDC outlived stop"
             left = [p for p in [*pids, kdc_pid or 0] if p and not _process.is_gone(p)]
             left += _process.strays(cluster.base_dir)
-            assert not left, f"left running by stop: {left}"
+            assert not left, "left running by stop: " + "; ".join(
+                f"{pid} {' '.join(command_line(pid))[:200]}" for pid in left
+            )

@@ -37,6 +37,7 @@ import pytest
 
 from tfyarn.cluster import ClusterSettings, LocalCluster, _process, _versions
 from tfyarn.cluster._kdc import missing_tools
+from tfyarn.contract.local_cluster import command_line
 
 DEFAULT_VERSIONS = ("3.1.1", "3.3.6")
 VERSIONS = tuple(
@@ -107,7 +108,9 @@ def local_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
             cluster.stop(wipe=True, log=_log)
             left = [p for p in pids if not _process.is_gone(p)]
             left += _process.strays(cluster.base_dir)
-            assert not left, f"left running by stop: {left}"
+            assert not left, "left running by stop: " + "; ".join(
+                f"{pid} {' '.join(command_line(pid))[:200]}" for pid in left
+            )
 
 
 @pytest.fixture(scope="package")
