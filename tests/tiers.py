@@ -90,7 +90,13 @@ RECOVERY_HOME = "/var/tmp/tfyarn-tests/recovery"
 RECOVERY_PORT_OFFSET = "800"
 
 TIERS = (
-    Tier("unit", ("tests/unit",), "code without Hadoop: fakes, parsers, the CLI"),
+    # Two pytest-xdist workers: the tier alone takes about a minute instead
+    # of two and a half (the Rust tests' cargo and mypy beside the rest).
+    Tier(
+        "unit",
+        ("tests/unit", "-n", "2"),
+        "code without Hadoop: fakes, parsers, the CLI",
+    ),
     Tier(
         "plain",
         (

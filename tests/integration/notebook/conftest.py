@@ -5,6 +5,11 @@ machine (it imports Flask, pandas, SQLAlchemy and migrates its SQLite store),
 about as long as the local cluster's start. So it starts when this file is
 imported, at collection, and runs beside the cluster's start; the
 ``mlflow_server`` fixture waits until it answers and stops it at the end.
+
+The server is full mlflow from a venv of its own (``tests/run`` makes it in
+the cache): the test venv has the client's ``mlflow-skinny`` only, as a user's
+does, so that Keras does not import the server's scikit-learn and matplotlib
+with every task's TensorFlow.
 """
 
 from __future__ import annotations
@@ -14,7 +19,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -25,6 +29,12 @@ import pytest
 
 # The server's bound to answer after its start (a busy CI machine).
 START_BOUND = 300.0
+# Where tests/run installs the server.
+SERVER_VENV = (
+    Path(os.environ.get("TFYARN_CACHE_DIR") or Path.home() / ".cache" / "tfyarn")
+    / "mlflow-server"
+)
+MLFLOW = SERVER_VENV / "bin" / "mlflow"
 
 
 def _free_port() -> int:
@@ -40,12 +50,13 @@ class _Server:
         self.log_path = self.home / "server.log"
         self.started = time.monotonic()
         port = self.uri.rsplit(":", 1)[1]
+        self.process: subprocess.Popen[bytes] | None = None
+        if not MLFLOW.is_file():
+            return  # the fixture fails, naming what is missing
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 [
-                    sys.executable,
-                    "-m",
-                    "mlflow",
+                    str(MLFLOW),
                     "server",
                     "--backend-store-uri",
                     f"sqlite:///{self.home}/mlflow.db",
@@ -64,6 +75,11 @@ class _Server:
             )
 
     def wait_up(self) -> None:
+        if self.process is None:
+            pytest.fail(
+                f"no MLflow server at {MLFLOW}: `bash tests/run` installs it "
+                "(a venv with full mlflow, kept in the cache)"
+            )
         # /health answers before the tracking API has warmed up (its first
         # call loads the store): wait for an API call too.
         ask = "/api/2.0/mlflow/experiments/search?max_results=1"
@@ -86,7 +102,7 @@ class _Server:
 
     def stop(self) -> None:
         for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 10)):
-            if self.process.poll() is not None:
+            if self.process is None or self.process.poll() is not None:
                 return
             os.killpg(self.process.pid, sig)
             try:
