@@ -205,15 +205,15 @@ TIERS = (
 # Five lanes on two cores: each tier's cluster waits on YARN more than it
 # computes. The versions tier's clusters (+2600, +3000) and ha_secure's
 # (+1500) have ports of their own. The gateway's tiers (servers, notebook,
-# wheel) end two lanes rather than make a sixth: a full run with six lanes
+# wheel) end lanes rather than make a sixth: a full run with six lanes
 # (load average 25-33) stretched every tier two to four times, and these
 # tiers run at half the time once the other lanes are done. The lanes'
-# lengths are balanced on a CI run's tier times (60-68 min each).
+# lengths are balanced on a run's tier times (tests/README.md).
 LANES = (
     ("plain",),
     ("examples", "versions", "wheel"),
-    ("unit", "multihost"),
-    ("recovery", "ha_secure", "notebook"),
+    ("unit", "multihost", "notebook"),
+    ("recovery", "ha_secure"),
     ("secure", "ha", "elastic", "servers"),
 )
 # No tier may keep CI (90 minutes, its own set-up included) waiting past
