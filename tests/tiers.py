@@ -254,6 +254,16 @@ def count(junit: Path) -> tuple[int, int, int]:
     return total - failed - skipped, failed, skipped
 
 
+_PRINTING = threading.Lock()
+
+
+def say(*lines: str) -> None:
+    """Print whole lines at once: the lanes' threads print side by side."""
+    with _PRINTING:
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+        sys.stdout.flush()
+
+
 def run_tier(
     tier: Tier, extra: list[str], stop: threading.Event, deadline: float
 ) -> Outcome:
@@ -264,7 +274,7 @@ def run_tier(
     outcome = Outcome(tier, log=log)
     command = [sys.executable, "-m", "pytest", *tier.args, f"--junitxml={junit}"]
     started = time.monotonic()
-    print(f"[tiers] {tier.name}: started ({tier.proves})", flush=True)
+    say(f"[tiers] {tier.name}: started ({tier.proves})")
     with log.open("w") as out:
         proc = subprocess.Popen(
             [*command, *extra],
@@ -315,9 +325,11 @@ def run_lane(
             return
         outcome = run_tier(tier, extra, stop, deadline)
         done.append(outcome)
-        print(f"\n===== tier {tier.name} ({outcome.log}) =====", flush=True)
-        print(outcome.log.read_text(errors="replace"), flush=True)
-        print(f"[tiers] {tier.name}: {summary(outcome)}", flush=True)
+        say(
+            f"\n===== tier {tier.name} ({outcome.log}) =====",
+            outcome.log.read_text(errors="replace"),
+            f"[tiers] {tier.name}: {summary(outcome)}",
+        )
 
 
 def summary(outcome: Outcome) -> str:
