@@ -19,16 +19,9 @@ from pathlib import Path
 
 from _required import missing
 
+from tfyarn.hdfs_plugin import cargo_sources
+
 PLUGIN = Path(__file__).resolve().parents[2] / "tfyarn" / "hdfs_plugin"
-
-
-def _target_dir() -> str:
-    """hatch_build.py's choice: ``CARGO_TARGET_DIR``, else the tfyarn cache."""
-    explicit = os.environ.get("CARGO_TARGET_DIR")
-    if explicit:
-        return explicit
-    cache = os.environ.get("TFYARN_CACHE_DIR") or str(Path.home() / ".cache" / "tfyarn")
-    return str(Path(cache) / "hdfs-plugin-target")
 
 
 def test_the_plugin_crates_own_tests_pass() -> None:
@@ -48,7 +41,7 @@ def test_the_plugin_crates_own_tests_pass() -> None:
             "-p",
             "tfyarn_hdfs",
             "--target-dir",
-            _target_dir(),
+            str(cargo_sources.prepare()),  # the install's build directory
         ],
         capture_output=True,
         text=True,

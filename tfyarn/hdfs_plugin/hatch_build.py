@@ -31,18 +31,18 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 CRATE = Path(__file__).resolve().parent
 
 
-def _contract() -> ModuleType:
-    """tfyarn/contract/hdfs_plugin.py by path: the build environment has
-    hatchling, not tfyarn's dependencies."""
-    path = CRATE.parent / "contract" / "hdfs_plugin.py"
-    spec = importlib.util.spec_from_file_location("_tfyarn_hdfs_plugin", path)
+def _by_path(name: str, path: Path) -> ModuleType:
+    """A module of tfyarn by its path: the build environment has hatchling,
+    not tfyarn's dependencies."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-CONTRACT = _contract()
+CONTRACT = _by_path("_tfyarn_hdfs_plugin", CRATE.parent / "contract" / "hdfs_plugin.py")
+SOURCES = _by_path("_tfyarn_cargo_sources", CRATE / "cargo_sources.py")
 LIBRARY: str = CONTRACT.LIBRARY
 
 
@@ -52,18 +52,6 @@ def _cargo() -> str | None:
         return found
     fallback = Path.home() / ".cargo" / "bin" / "cargo"  # rustup's default
     return str(fallback) if fallback.is_file() else None
-
-
-def _target_dir() -> Path:
-    """Where cargo builds: ``CARGO_TARGET_DIR``, else the per-user tfyarn cache
-    (``$TFYARN_CACHE_DIR`` or ``~/.cache/tfyarn``, as for Hadoop's jars), so a
-    fresh checkout or a reinstall reuses the compiled dependencies (about 3
-    CPU-minutes here) and compiles only the plugin itself (about 30 s)."""
-    explicit = os.environ.get("CARGO_TARGET_DIR")
-    if explicit:
-        return Path(explicit)
-    cache = os.environ.get("TFYARN_CACHE_DIR") or str(Path.home() / ".cache" / "tfyarn")
-    return Path(cache) / "hdfs-plugin-target"
 
 
 def build_plugin() -> Path | None:
@@ -76,7 +64,10 @@ def build_plugin() -> Path | None:
             file=sys.stderr,
         )
         return None
-    target = _target_dir()
+    # The per-user tfyarn cache (as for Hadoop's jars), so a fresh checkout or
+    # a reinstall reuses the compiled dependencies (about 3 CPU-minutes here)
+    # and compiles only the plugin itself (cargo_sources.py says how).
+    target: Path = SOURCES.prepare()
     env = dict(os.environ)
     # The machine's two cores are shared; cargo reads CARGO_BUILD_JOBS.
     env.setdefault("CARGO_BUILD_JOBS", "2")

@@ -157,7 +157,8 @@ def test_artifacts_check_out(dist: Dist) -> None:
     ):
         assert wanted in names, f"{wanted} missing from the wheel"
     unwanted = re.compile(
-        r"(^|/)(tests|target|__pycache__|src|crc)/|\.(rs|pyc|toml|lock)$|hatch_build"
+        r"(^|/)(tests|target|__pycache__|src|crc)/|\.(rs|pyc|toml|lock)$"
+        r"|hatch_build|cargo_sources"
     )
     assert not [n for n in names if unwanted.search(n) and ".dist-info/" not in n]
     assert not [n for n in names if not n.startswith(("tfyarn/", "tfyarn-"))], names

@@ -51,7 +51,7 @@ def tfyarn_sources(where: Path) -> Path:
     """tfyarn's package as its wheel lays it out (the hdfs:// plugin if built,
     ``am/`` and ``conf/`` in ``tfyarn/_shipped``), under ``where``."""
     skip = shutil.ignore_patterns(
-        "__pycache__", "src", "target", "Cargo.*", "hatch_build.py"
+        "__pycache__", "src", "target", "Cargo.*", "hatch_build.py", "cargo_sources.py"
     )
     shutil.copytree(REPO / "tfyarn", where / "tfyarn", ignore=skip)
     for shipped in ("am", "conf"):
