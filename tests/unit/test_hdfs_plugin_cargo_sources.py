@@ -3,6 +3,7 @@ times are fixed there, so a fresh checkout does not recompile hdfs-native."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from tfyarn.hdfs_plugin import cargo_sources
 def crc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     copy = tmp_path / "crc"
     shutil.copytree(cargo_sources.CRC, copy)
+    for path in cargo_sources.sources(copy):
+        os.utime(path)  # now, as a fresh clone has it (copytree kept the times)
     monkeypatch.setattr(cargo_sources, "CRC", copy)
     monkeypatch.delenv("CARGO_TARGET_DIR", raising=False)
     monkeypatch.setenv("TFYARN_CACHE_DIR", str(tmp_path / "cache"))
