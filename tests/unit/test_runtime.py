@@ -150,6 +150,9 @@ def test_sigterm_reaches_the_script_and_the_end_is_reported(
     _, err = task.communicate(timeout=30)
     assert task.returncode == 7, err
     assert "script got SIGTERM, checkpointing" in err
+    # Said before anything else of the stop: YARN's SIGKILL may follow in 250 ms.
+    said = err.index("tfyarn.runtime: SIGTERM received, stopping the task\n")
+    assert said < err.index("stopping the script: SIGTERM received"), err
     # The runtime got SIGTERM itself (YARN ending its container): the master
     # waits for YARN's word on the container before judging the end ...
     worker = master.call(lambda: master.state.tasks[(Role.WORKER, 0)])

@@ -29,11 +29,13 @@ def main() -> int:
     # Before Runtime reads the environment: its helpers' temporary files too.
     prelude.use_tmpdir(prelude.task_tmpdir(Path.cwd()), ctx)
     runtime = Runtime(ctx)
+
     # SIGTERM (YARN preemption, `tfyarn kill`): pass it on with the job's grace.
-    signal.signal(
-        signal.SIGTERM,
-        lambda *_: runtime.stop.set(
-            "SIGTERM received", ctx.spec.stop_grace, container_ending=True
-        ),
-    )
+    def on_sigterm(*_: object) -> None:
+        # Said at once, in one write (no lock a signal could find held): YARN
+        # sends SIGKILL 250 ms after its own SIGTERM, before the stop's line.
+        os.write(2, b"tfyarn.runtime: SIGTERM received, stopping the task\n")
+        runtime.stop.set("SIGTERM received", ctx.spec.stop_grace, container_ending=True)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     return runtime.run()
