@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tfyarn.cluster import _kdc
+from tfyarn.cluster import _kdc, _process
 from tfyarn.cluster._kdc import Kdc
 from tfyarn.errors import ClusterError
 
@@ -39,7 +39,7 @@ def test_config_names_the_realm_port_and_files(tmp_path: Path) -> None:
 
 def test_a_stop_waits_for_the_process_itself_not_its_command_line() -> None:
     # A process that takes 0.5 s to go after SIGTERM, as an exiting KDC does on
-    # a loaded host: _ended returns once it is gone, not before.
+    # a loaded host: the KDC's stop (terminate) returns once it is gone, not before.
     slow_to_go = (
         "import signal, sys, time\n"
         "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(0.5), sys.exit(0)))\n"
@@ -50,6 +50,6 @@ def test_a_stop_waits_for_the_process_itself_not_its_command_line() -> None:
     assert child.stdout is not None and child.stdout.readline() == b"ready\n"
     began = time.monotonic()
     child.send_signal(signal.SIGTERM)
-    assert _kdc._ended(child.pid, within=10)
+    assert _process.terminate([child.pid], grace=10) == []  # gone within the grace
     assert time.monotonic() - began >= 0.4
     assert child.poll() is not None  # reaped: nothing left to find

@@ -16,13 +16,12 @@ import dataclasses
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 
-from tfyarn.contract.local_cluster import is_dead
+from tfyarn.cluster import _process
 from tfyarn.errors import ClusterError
 
 TOOLS = ("krb5kdc", "kdb5_util", "kadmin.local", "kinit", "klist")
@@ -216,10 +215,9 @@ class Kdc:
         pid = self.pid()
         if pid is None:
             return
-        os.kill(pid, signal.SIGTERM)
-        if not _ended(pid, within=5):
-            os.kill(pid, signal.SIGKILL)
-            _ended(pid, within=5)
+        # Waits for the process itself: an exiting KDC shows an empty command
+        # line (so pid() says None) well before it is gone.
+        _process.terminate([pid], grace=5)
         self._pid_file.unlink(missing_ok=True)
 
     # -- principals ---------------------------------------------------------
@@ -297,23 +295,6 @@ def _listening(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
         return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _ended(pid: int, *, within: float) -> bool:
-    """Wait up to ``within`` seconds for ``pid`` to be gone; whether it is.
-
-    The process itself, not :meth:`Kdc.pid`: an exiting process shows an
-    empty command line well before it is gone, and on a loaded host a stop
-    that returned then left the KDC still running for its caller to find.
-    """
-    deadline = time.monotonic() + within
-    while True:
-        _reap(pid)
-        if is_dead(pid):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
 
 
 def _reap(pid: int) -> None:
