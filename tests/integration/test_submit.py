@@ -241,13 +241,23 @@ def test_env_files_and_the_master_code_reach_their_containers(
 ) -> None:
     data = tmp_path / "words.txt"
     data.write_text("shipped with the job\n")
+    # The job ends when the worker does; the worker waits until the ps has
+    # printed (the containers share this host), or a ps that starts late is
+    # stopped before its first line.
+    printed = tmp_path / "ps-printed"
     script = write(
         tmp_path,
         "show.py",
-        """\
-        import os
+        f"""\
+        import json, os, pathlib, time
         print("GREETING", os.environ["GREETING"], flush=True)
         print("FILE", open("words.txt").read().strip(), flush=True)
+        printed = pathlib.Path({str(printed)!r})
+        if json.loads(os.environ["TF_CONFIG"])["task"]["type"] == "ps":
+            printed.touch()
+        deadline = time.monotonic() + 300
+        while not printed.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
         """,
     )
     with running_job(
