@@ -197,45 +197,6 @@ def test_status_of_an_unknown_application() -> None:
     assert "no application application_1_9999" in done.stderr
 
 
-MANY = """\
-import json, os, socket
-cfg = json.loads(os.environ["TF_CONFIG"])
-me = cfg["task"]
-host, port = cfg["cluster"][me["type"]][me["index"]].rsplit(":", 1)
-# The runtime holds the port with SO_REUSEPORT for TensorFlow; so can we.
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-s.bind(("", int(port)))
-s.listen()
-print("CLUSTER", json.dumps(cfg["cluster"], sort_keys=True), flush=True)
-"""
-
-
-@pytest.mark.slow
-def test_many_tasks_on_one_node_get_distinct_ports(yarn: Any, tmp_path: Path) -> None:
-    script = write(tmp_path, "many.py", MANY)
-    with running_job(
-        yarn,
-        script,
-        num_ps=2,
-        num_worker=10,
-        ps_memory="128 MiB",
-        worker_memory="128 MiB",
-        am_memory="512 MiB",
-        preimport=[],
-        worker_grace=60,
-    ) as job:
-        job.wait()
-        text = job.logs()
-        specs = {line.split(" ", 1)[1] for line in text.splitlines()
-                 if line.startswith("CLUSTER ")}  # fmt: skip
-        assert len(specs) == 1, specs  # every task saw the same cluster
-        cluster = json.loads(specs.pop())
-        addresses = [a for addrs in cluster.values() for a in addrs]
-        assert len(addresses) == 12
-        assert len(set(addresses)) == 12, addresses
-
-
 def test_env_files_and_the_master_code_reach_their_containers(
     yarn: Any, local_cluster: Any, tmp_path: Path
 ) -> None:
