@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tfyarn import client
+from tfyarn.client.tasklogs import TaskLog, select
 from tfyarn.contract.hadoop_conf import HadoopConf
 from tfyarn.errors import JobFailedError, TfyarnError
 
@@ -45,6 +46,7 @@ class Job:
     yarn: Any
     events: list[str] = field(default_factory=list)
     final: client.JobStatus | None = None
+    _ended_logs: list[TaskLog] | None = field(default=None, repr=False)
 
     def wait(self, timeout: float = 600) -> client.JobStatus:
         """Follow to the end; JobFailedError if it did not succeed."""
@@ -69,22 +71,38 @@ class Job:
 
         Aggregation hands over one container at a time: after :meth:`wait`,
         this waits until every container the events saw run (of ``task``)
-        has its log, not just the first to arrive.
+        has its log, not just the first to arrive. Each ``yarn logs`` is a JVM
+        (1.6 CPU-seconds): an ended job's logs are fetched whole once and
+        kept, and a task they hold in full is answered from them.
         """
+        if self.final is not None and self.final.done:
+            if self._ended_logs is None:
+                self._ended_logs = []
+                with contextlib.suppress(TfyarnError):
+                    self._ended_logs = list(client.logs(self.app_id, client=self.yarn))
+            kept = self._ended_logs
+            chosen = kept if task is None else select(kept, task)
+            if chosen and self._ran_containers(task) <= {
+                e.container_id for e in chosen
+            }:
+                return "\n".join(e.text for e in chosen)
+        return "\n".join(e.text for e in self._fetch(task, timeout))
+
+    def _fetch(self, task: str | None, timeout: float) -> list[TaskLog]:
         expected = self._ran_containers(task)
         deadline = time.monotonic() + timeout
-        text = ""
+        entries: list[TaskLog] = []
         while True:
             try:
-                entries = client.logs(self.app_id, task=task, client=self.yarn)
+                entries = list(client.logs(self.app_id, task=task, client=self.yarn))
                 text = "\n".join(e.text for e in entries)
                 if text.strip() and expected <= {e.container_id for e in entries}:
-                    return text
+                    return entries
             except TfyarnError:
                 if time.monotonic() > deadline:
                     raise
             if time.monotonic() > deadline:
-                return text
+                return entries
             time.sleep(2)
 
     def _ran_containers(self, task: str | None) -> set[str]:
