@@ -211,8 +211,8 @@ TIERS = (
 # lengths are balanced on a run's tier times (tests/README.md).
 LANES = (
     ("plain",),
-    ("examples", "versions", "wheel"),
-    ("unit", "multihost", "notebook"),
+    ("examples", "versions", "wheel", "notebook"),
+    ("unit", "multihost"),
     ("recovery", "ha_secure"),
     ("secure", "ha", "elastic", "servers"),
 )
