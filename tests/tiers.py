@@ -32,6 +32,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "tests" / "artifacts" / "tiers"
 INTEGRATION = "tests/integration"
+# The variable that names a tier's one-host cluster (tests/integration/conftest.py
+# reuses a running one that fits). Tiers of one lane that name the same cluster
+# share it: the earlier ones keep it running, the lane stops it at its end.
+HOME = "TFYARN_CLUSTER_HOME"
 
 
 @dataclass(frozen=True)
@@ -72,20 +76,16 @@ EXAMPLES = tuple(
 )
 EXAMPLES_HOME = "/var/tmp/tfyarn-tests/examples"
 EXAMPLES_PORT_OFFSET = "1700"
-# The notebook way in (tfyarn.run from a real Jupyter kernel, MLflow), on a
-# cluster of its own.
+# The notebook way in (tfyarn.run from a real Jupyter kernel, MLflow), on the
+# examples' cluster after them in their lane (a cluster start saved).
 NOTEBOOK = f"{INTEGRATION}/notebook"
-NOTEBOOK_HOME = "/var/tmp/tfyarn-tests/notebook"
-NOTEBOOK_PORT_OFFSET = "2400"
 # tfyarn as a gateway node installs it: the sdist and the wheel built, checked,
-# installed into fresh venvs without cargo, and jobs run from those.
+# installed into fresh venvs without cargo, and jobs run from those; on the
+# examples' cluster, after them in their lane. The servers tier (the program on
+# the gateway) runs on the elastic tier's cluster, after it.
 GATEWAY = f"{INTEGRATION}/gateway"
-WHEEL_HOME = "/var/tmp/tfyarn-tests/wheel"
-WHEEL_PORT_OFFSET = "2000"
-# Where the recovery tier's cluster lives (.ci/run stops it whatever happens).
 SERVERS = f"{INTEGRATION}/servers"
-SERVERS_HOME = "/var/tmp/tfyarn-tests/servers"
-SERVERS_PORT_OFFSET = "2200"
+# Where the recovery tier's cluster lives (.ci/run stops it whatever happens).
 RECOVERY_HOME = "/var/tmp/tfyarn-tests/recovery"
 RECOVERY_PORT_OFFSET = "800"
 
@@ -147,8 +147,8 @@ TIERS = (
         (SERVERS,),
         "TensorFlow servers on YARN, the program on the gateway (TF1 in-graph, a notebook)",
         env=(
-            ("TFYARN_CLUSTER_HOME", SERVERS_HOME),
-            ("TFYARN_CLUSTER_PORT_OFFSET", SERVERS_PORT_OFFSET),
+            ("TFYARN_CLUSTER_HOME", ELASTIC_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", ELASTIC_PORT_OFFSET),
         ),
     ),
     Tier(
@@ -156,8 +156,8 @@ TIERS = (
         (NOTEBOOK,),
         "tfyarn.run from a real Jupyter kernel: results, remote errors, MLflow",
         env=(
-            ("TFYARN_CLUSTER_HOME", NOTEBOOK_HOME),
-            ("TFYARN_CLUSTER_PORT_OFFSET", NOTEBOOK_PORT_OFFSET),
+            ("TFYARN_CLUSTER_HOME", EXAMPLES_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", EXAMPLES_PORT_OFFSET),
         ),
     ),
     Tier(
@@ -187,8 +187,8 @@ TIERS = (
         (GATEWAY, "-m", "not heavy"),
         "the sdist and wheel built, checked, installed without Rust; jobs from them",
         env=(
-            ("TFYARN_CLUSTER_HOME", WHEEL_HOME),
-            ("TFYARN_CLUSTER_PORT_OFFSET", WHEEL_PORT_OFFSET),
+            ("TFYARN_CLUSTER_HOME", EXAMPLES_HOME),
+            ("TFYARN_CLUSTER_PORT_OFFSET", EXAMPLES_PORT_OFFSET),
         ),
     ),
     Tier(
@@ -265,7 +265,12 @@ def say(*lines: str) -> None:
 
 
 def run_tier(
-    tier: Tier, extra: list[str], stop: threading.Event, deadline: float
+    tier: Tier,
+    extra: list[str],
+    stop: threading.Event,
+    deadline: float,
+    *,
+    keep_cluster: bool = False,
 ) -> Outcome:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = ARTIFACTS / f"{tier.name}.log"
@@ -279,7 +284,12 @@ def run_tier(
         proc = subprocess.Popen(
             [*command, *extra],
             cwd=REPO,
-            env={**os.environ, **dict(tier.env)},
+            env={
+                **os.environ,
+                **dict(tier.env),
+                # A later tier of the lane runs on this tier's cluster.
+                **({"TFYARN_KEEP_CLUSTER": "1"} if keep_cluster else {}),
+            },
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -320,16 +330,40 @@ def run_lane(
     deadline: float,
     done: list[Outcome],
 ) -> None:
-    for tier in tiers:
-        if stop.is_set():
-            return
-        outcome = run_tier(tier, extra, stop, deadline)
-        done.append(outcome)
-        say(
-            f"\n===== tier {tier.name} ({outcome.log}) =====",
-            outcome.log.read_text(errors="replace"),
-            f"[tiers] {tier.name}: {summary(outcome)}",
-        )
+    kept: set[str] = set()
+    try:
+        for i, tier in enumerate(tiers):
+            if stop.is_set():
+                return
+            home = dict(tier.env).get(HOME)
+            keep = home is not None and any(
+                dict(later.env).get(HOME) == home for later in tiers[i + 1 :]
+            )
+            if keep and home:
+                kept.add(home)
+            outcome = run_tier(tier, extra, stop, deadline, keep_cluster=keep)
+            done.append(outcome)
+            say(
+                f"\n===== tier {tier.name} ({outcome.log}) =====",
+                outcome.log.read_text(errors="replace"),
+                f"[tiers] {tier.name}: {summary(outcome)}",
+            )
+    finally:
+        for home in sorted(kept):
+            stop_cluster(home)
+
+
+def stop_cluster(home: str) -> None:
+    """Stop the cluster tiers of a lane shared (the last of them reused it)."""
+    subprocess.run(
+        [sys.executable, "-m", "tfyarn.cli", "cluster", "stop", "--base-dir", home],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        timeout=STOP_GRACE_S,
+        check=False,
+    )
 
 
 def summary(outcome: Outcome) -> str:
