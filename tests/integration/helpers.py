@@ -52,7 +52,7 @@ class Job:
         """Follow to the end; JobFailedError if it did not succeed.
 
         Every 2 s: a poll costs the skein driver, the master and this process
-        about 0.03 CPU-seconds, 1.8 CPU-seconds less a minute than at 0.5 s
+        about 0.02 CPU-seconds: 1.8 CPU-seconds less a minute than at 0.5 s
         on a machine whose five test lanes share two cores. The events tests
         read (restarts, disruptions, phases) are counters and states that
         last; a slower poll only coarsens the narration.
