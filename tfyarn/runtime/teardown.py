@@ -18,6 +18,10 @@ coordination service's preemption notifier takes it) until it was killed
 47 s later. A lead task's runtime waits for it without any bound. So
 :class:`Teardown` gives the teardown :attr:`Timeouts.teardown` seconds and
 then SIGKILLs the interpreter, reporting the exit code the script returned.
+The same race can abort the interpreter instead (a tf.data thread unwound
+by the finalizing interpreter: "FATAL: exception not rethrown", seen in 1 of
+6 local runs); a teardown ended by a signal is reported as the script's
+code too.
 """
 
 from __future__ import annotations
@@ -96,7 +100,21 @@ class Teardown:
         self.killed = True
 
     def exit_code(self, popen: subprocess.Popen[bytes]) -> int:
-        """The code to report: the script's own when its teardown was cut short."""
-        if self.killed and self.code is not None:
-            return self.code
-        return int(popen.returncode)
+        """The code to report: the script's own when its teardown was cut
+        short, or ended by a signal (tf.data's threads calling into an
+        interpreter that is finalizing abort it: "FATAL: exception not
+        rethrown", SIGABRT)."""
+        code = int(popen.returncode)
+        if self.code is None:
+            self.code = returned_code(self.path)  # written just before the end
+        if self.code is None or code >= 0:
+            return code
+        if not self.killed:
+            log.warning(
+                "the script returned %s, then its interpreter was ended by "
+                "signal %d while tearing down: reported as %s",
+                self.code,
+                -code,
+                self.code,
+            )
+        return self.code
