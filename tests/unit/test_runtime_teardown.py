@@ -109,3 +109,35 @@ def test_a_teardown_that_hangs_or_aborts_ends_with_the_scripts_code(
     phase, diagnostics = master.wait_done()
     assert phase is Phase.SUCCEEDED, diagnostics
     assert (tmp_path / "atexit-ran").exists()
+
+
+# A child forked by the script ends through sys.exit, inside run_path too.
+FORKS = """\
+import os, sys
+pid = os.fork()
+if pid == 0:
+    sys.exit(5)
+os.waitpid(pid, 0)
+open("marker-while-running", "w").write(str(os.path.exists(os.environ["RETURNED"])))
+"""
+
+
+def test_a_child_forked_by_the_script_does_not_say_the_script_returned(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(FORKS)
+    returned = tmp_path / "returned-0"
+    read_fd, write_fd = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-u", str(BOOTSTRAP), str(read_fd), str(script)],
+        cwd=tmp_path,
+        pass_fds=(read_fd,),
+        env={**os.environ, RETURNED_FILE: str(returned), "RETURNED": str(returned)},
+    )
+    os.close(read_fd)
+    os.write(write_fd, json.dumps({"env": {}, "args": []}).encode())
+    os.close(write_fd)
+    assert child.wait(60) == 0
+    assert (tmp_path / "marker-while-running").read_text() == "False"
+    assert returned.read_text() == "0"

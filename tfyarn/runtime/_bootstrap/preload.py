@@ -39,6 +39,8 @@ RETURNED_FILE = "TFYARN_RETURNED_FILE"
 
 # The script's exit code once it returned, for _say_returned.
 _returned: list[int] = []
+# A child the script forked runs our atexit handler too: only this process speaks.
+_PID = os.getpid()
 # The script's globals: they die in the interpreter's teardown, as those of
 # `python SCRIPT` do, not when run_path returns (before _say_returned).
 _kept: list[dict[str, Any]] = []
@@ -93,7 +95,7 @@ def _say_returned() -> None:
     left, the interpreter's teardown, has a bound there
     (tfyarn/runtime/teardown.py). Written whole, then renamed."""
     path = os.environ.get(RETURNED_FILE)
-    if not path or not _returned:
+    if not path or not _returned or os.getpid() != _PID:
         return
     with contextlib.suppress(OSError):
         with open(path + ".part", "w") as f:
