@@ -100,3 +100,36 @@ def test_an_exception_in_the_script_fails_the_job_with_its_traceback(
     assert 'first_line.py", line 12, in <module>' in err, err
     assert "ValueError: the model exploded" in err
     assert "_bootstrap" not in err and "runpy" not in err  # no bootstrap frames
+
+
+# Returns at once, then hangs in the interpreter's teardown with SIGTERM
+# ignored, as TensorFlow's tf.data destructors did after a NameNode kill
+# (tfyarn/runtime/teardown.py).
+HANGS_IN_TEARDOWN = """\
+import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+class Stuck:
+    def __del__(self):
+        time.sleep(3600)
+
+stuck = Stuck()
+print("LAST", flush=True)
+"""
+
+
+def test_a_lead_whose_teardown_hangs_ends_the_job_promptly_as_succeeded(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "hangs.py"
+    script.write_text(HANGS_IN_TEARDOWN)
+    done = run_cli(
+        "submit", *SMALL_ARGS, "--num_worker", "1", "--name", "test-teardown",
+        "--max_restarts", "0", str(script), timeout=300,
+    )  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 0 and "final status: SUCCEEDED" in out, out[-3000:]
+    app_id = re.search(r"application_\d+_\d+", out)
+    assert app_id, out
+    logs = run_cli("logs", app_id.group(), "--task", "worker:0").stdout
+    assert "still tearing down" in logs and "reported as 0" in logs, logs[-3000:]

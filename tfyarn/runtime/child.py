@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tfyarn.contract.noise import is_startup_noise
 from tfyarn.runtime import prelude
+from tfyarn.runtime.teardown import Teardown
 
 log = logging.getLogger("tfyarn.runtime")
 
@@ -133,10 +134,18 @@ def discard(child: Child, *, drain: float) -> None:
     child.tee.join(timeout=drain)
 
 
-def supervise(popen: subprocess.Popen[bytes], stop: StopRequest) -> None:
-    """Wait for the script; on a stop request, SIGTERM it, SIGKILL after the grace."""
+def supervise(
+    popen: subprocess.Popen[bytes],
+    stop: StopRequest,
+    teardown: Teardown | None = None,
+) -> int:
+    """Wait for the script; on a stop request, SIGTERM it, SIGKILL after the
+    grace. With ``teardown``, an interpreter whose script returned gets a
+    bound on its teardown. Returns the exit code to report."""
     killed_at: float | None = None
     while popen.poll() is None:
+        if teardown is not None:
+            teardown.check(popen)
         if stop.event.is_set() and killed_at is None:
             log.warning("stopping the script: %s", stop.reason)
             send_signal(popen, signal.SIGTERM)
@@ -149,6 +158,7 @@ def supervise(popen: subprocess.Popen[bytes], stop: StopRequest) -> None:
             popen.wait(timeout=0.2)
         except subprocess.TimeoutExpired:
             pass
+    return int(popen.returncode) if teardown is None else teardown.exit_code(popen)
 
 
 class StopRequest:

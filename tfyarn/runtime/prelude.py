@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tfyarn.contract import env as _env
 from tfyarn.runtime import notice as _notices
+from tfyarn.runtime import teardown as _teardown
 from tfyarn.runtime import tfconfig as _tfconfig
 from tfyarn.runtime.context import TaskContext
 
@@ -87,6 +88,8 @@ def spawn_env(
         env["TMPDIR"] = str(tmpdir)
     if tmpdir is not None:  # where this attempt's stop notice will be
         env.update(_notices.script_env(tmpdir, ctx.attempt, ctx.spec.stop_grace))
+        # and where the bootstrap says its script returned
+        env.update(_teardown.script_env(tmpdir, ctx.attempt))
     env.update(
         {
             _env.TASK_INDEX: str(ctx.index),

@@ -24,6 +24,7 @@ from tfyarn.errors import MasterUnavailableError
 from tfyarn.runtime import child as _child
 from tfyarn.runtime import discover, prelude
 from tfyarn.runtime import gpus as _gpus
+from tfyarn.runtime import teardown as _teardown
 from tfyarn.runtime.context import TaskContext
 from tfyarn.runtime.notice import NoticeBoard
 from tfyarn.runtime.ports import reserve_task_port, reserved_port
@@ -227,7 +228,11 @@ class Runtime:
         command = prelude.plain_command(script, args)
         child, self.prestarted = self.prestarted, None
         drain = self.timeouts.tee_drain
+        # Only the bootstrap says when its script returned: a plain start's
+        # teardown has no bound.
+        returned: Path | None = None
         if child is not None and _child.hand_over(child, args, formed, drain=drain):
+            returned = _teardown.returned_file(self.tmpdir, self.ctx.attempt)
             log.info(
                 "%s starts: %s (in the interpreter pre-started to import %s)",
                 self.ctx.key,
@@ -238,10 +243,11 @@ class Runtime:
             env = {**self._spawn_env(port), **formed}
             child = _child.start(command, env, cwd=self.workdir, tail=self.stderr_tail)
             log.info("%s starts: %s", self.ctx.key, " ".join(command))
-        _child.supervise(child.popen, self.stop)
+        teardown = _teardown.Teardown(returned, self.timeouts.teardown)
+        code = _child.supervise(child.popen, self.stop, teardown)
         child.tee.join(timeout=drain)
         log.info("%s script exited with %s", self.ctx.key, child.popen.returncode)
-        return int(child.popen.returncode)
+        return code
 
     def _prestart(self, script: Path, port: int) -> _child.Child | None:
         child = _child.prestart(

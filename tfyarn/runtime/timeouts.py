@@ -33,6 +33,10 @@ class Timeouts:
     master_lost_min: float = 60.0
     #: How long the stderr tee may take to drain once the script ended.
     tee_drain: float = 5.0
+    #: How long a pre-started interpreter may tear down once its script
+    #: returned and its atexit handlers ran (tfyarn/runtime/teardown.py); a
+    #: teardown takes under a second when nothing hangs.
+    teardown: float = 10.0
 
 
 DEFAULT = Timeouts()

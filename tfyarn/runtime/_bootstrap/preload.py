@@ -21,6 +21,7 @@ starts, and nothing there can shadow a module the bootstrap imports.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import json
@@ -32,10 +33,24 @@ from typing import Any
 
 # An empty or unreadable message: the runtime died or will not run the script.
 EXIT_NO_MESSAGE = 3
+# Where to say that the script returned, and with what code
+# (tfyarn.runtime.teardown.RETURNED_FILE).
+RETURNED_FILE = "TFYARN_RETURNED_FILE"
+
+# The script's exit code once it returned, for _say_returned.
+_returned: list[int] = []
+# A child the script forked runs our atexit handler too: only this process speaks.
+_PID = os.getpid()
+# The script's globals: they die in the interpreter's teardown, as those of
+# `python SCRIPT` do, not when run_path returns (before _say_returned).
+_kept: list[dict[str, Any]] = []
 
 
 def main(argv: list[str]) -> int:
     fd, script, modules = int(argv[1]), argv[2], argv[3:]
+    # First registered, so run last: after the script's and TensorFlow's own
+    # handlers (an async checkpoint's writer is joined in one).
+    atexit.register(_say_returned)
     # `python SCRIPT` starts with the script's directory first on sys.path;
     # runpy.run_path does not put it there, and the preimported modules may
     # come from it too.
@@ -52,21 +67,40 @@ def main(argv: list[str]) -> int:
     # runpy sets sys.argv[0] to the script while it runs.
     sys.argv = [script, *(str(a) for a in message.get("args", []))]
     try:
-        runpy.run_path(script, run_name="__main__")
-    except (SystemExit, KeyboardInterrupt):
-        # The interpreter ends on them as for any script: the exit code or
-        # message, or SIGINT re-raised.
+        _kept.append(runpy.run_path(script, run_name="__main__"))
+    except SystemExit as exc:
+        # The interpreter ends on it as for any script: the exit code or message.
+        code = exc.code
+        if code is None or isinstance(code, int):
+            _returned.append(code or 0)
         raise
+    except KeyboardInterrupt:
+        raise  # SIGINT re-raised by the interpreter
     except BaseException as exc:  # noqa: BLE001 - printed as Python would
         tb = _without_bootstrap(exc.__traceback__)
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        _returned.append(1)
         return 1
+    _returned.append(0)
     return 0
 
 
 def _before_script() -> None:
     """What the script's interpreter does before importing anything else
     (see tfyarn.runtime.prelude: the plain start's counterpart is there)."""
+
+
+def _say_returned() -> None:
+    """Tell the runtime the script returned and its exit handlers ran: what is
+    left, the interpreter's teardown, has a bound there
+    (tfyarn/runtime/teardown.py). Written whole, then renamed."""
+    path = os.environ.get(RETURNED_FILE)
+    if not path or not _returned or os.getpid() != _PID:
+        return
+    with contextlib.suppress(OSError):
+        with open(path + ".part", "w") as f:
+            f.write(str(_returned[0]))
+        os.replace(path + ".part", path)
 
 
 def _preimport(modules: list[str]) -> None:
