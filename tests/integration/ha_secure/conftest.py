@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _stopped import describe, identities, left_running
 
-from tfyarn.cluster import ClusterSettings, LocalCluster, _process
+from tfyarn.cluster import ClusterSettings, LocalCluster
 from tfyarn.cluster._kdc import missing_tools
-from tfyarn.contract.local_cluster import command_line
 
 HA_SECURE_BASE_DIR = Path(
     os.environ.get("TFYARN_HA_SECURE_HOME", "/var/tmp/tfyarn-tests/ha-secure")
@@ -57,6 +57,7 @@ def local_cluster() -> Iterator[LocalCluster]:
     _log(f"started in {time.monotonic() - began:.1f} s")
     pids = [p for p in cluster.pids().values() if p is not None]
     kdc_pid = cluster.secure().kdc.pid()
+    started = identities([*pids, kdc_pid or 0])
     saved = dict(os.environ)
     os.environ.update(cluster.env_vars())
     try:
@@ -69,8 +70,5 @@ def local_cluster() -> Iterator[LocalCluster]:
             cluster.stop(log=_log)
             _log(f"stopped in {time.monotonic() - began:.1f} s")
             assert cluster.secure().kdc.pid() is None, "the KDC outlived stop"
-            left = [p for p in [*pids, kdc_pid or 0] if p and not _process.is_gone(p)]
-            left += _process.strays(cluster.base_dir)
-            assert not left, "left running by stop: " + "; ".join(
-                f"{pid} {' '.join(command_line(pid))[:200]}" for pid in left
-            )
+            left = left_running(started, cluster.base_dir)
+            assert not left, "left running by stop: " + describe(left)

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _stopped import describe, identities, left_running
 
-from tfyarn.cluster import ClusterSettings, LocalCluster, _process
+from tfyarn.cluster import ClusterSettings, LocalCluster
 from tfyarn.cluster._kdc import missing_tools
-from tfyarn.contract.local_cluster import command_line
 
 SECURE_BASE_DIR = Path(
     os.environ.get("TFYARN_SECURE_HOME", "/var/tmp/tfyarn-tests/secure")
@@ -66,6 +66,7 @@ def local_cluster() -> Iterator[LocalCluster]:
     cluster.start(SECURE_SETTINGS, log=_log)
     pids = [p for p in cluster.pids().values() if p is not None]
     kdc_pid = cluster.secure().kdc.pid()
+    started = identities([*pids, kdc_pid or 0])
     _log(
         f"started in {time.monotonic() - began:.1f} s; RSS "
         f"{_rss_mib(pids):.0f} MiB (daemons) + {_rss_mib([kdc_pid or 0]):.0f} MiB (KDC)"
@@ -82,8 +83,5 @@ def local_cluster() -> Iterator[LocalCluster]:
             cluster.stop(log=_log)
             _log(f"stopped in {time.monotonic() - began:.1f} s")
             assert cluster.secure().kdc.pid() is None, "the KDC outlived stop"
-            left = [p for p in [*pids, kdc_pid or 0] if p and not _process.is_gone(p)]
-            left += _process.strays(cluster.base_dir)
-            assert not left, "left running by stop: " + "; ".join(
-                f"{pid} {' '.join(command_line(pid))[:200]}" for pid in left
-            )
+            left = left_running(started, cluster.base_dir)
+            assert not left, "left running by stop: " + describe(left)

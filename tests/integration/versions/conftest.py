@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _stopped import describe, identities, left_running
 
-from tfyarn.cluster import ClusterSettings, LocalCluster, _process, _versions
+from tfyarn.cluster import ClusterSettings, LocalCluster, _versions
 from tfyarn.cluster._kdc import missing_tools
-from tfyarn.contract.local_cluster import command_line
 
 DEFAULT_VERSIONS = ("3.1.1", "3.3.6")
 VERSIONS = tuple(
@@ -97,6 +97,7 @@ def local_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     cluster.start(settings(version), log=_log)
     _log(f"Hadoop {version} started in {time.monotonic() - began:.1f} s")
     pids = [p for p in cluster.pids().values() if p is not None]
+    started = identities(pids)
     saved = dict(os.environ)
     os.environ.update(cluster.env_vars())
     try:
@@ -106,11 +107,8 @@ def local_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
         os.environ.update(saved)
         if os.environ.get("TFYARN_KEEP_CLUSTER") != "1":
             cluster.stop(wipe=True, log=_log)
-            left = [p for p in pids if not _process.is_gone(p)]
-            left += _process.strays(cluster.base_dir)
-            assert not left, "left running by stop: " + "; ".join(
-                f"{pid} {' '.join(command_line(pid))[:200]}" for pid in left
-            )
+            left = left_running(started, cluster.base_dir)
+            assert not left, "left running by stop: " + describe(left)
 
 
 @pytest.fixture(scope="package")
