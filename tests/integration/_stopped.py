@@ -33,14 +33,16 @@ def identities(pids: Iterable[int]) -> dict[int, int]:
     return {pid: started for pid, started in found.items() if started is not None}
 
 
+def still_running(pid: int, began: int | None) -> bool:
+    """Whether the process that started at ``began`` as ``pid`` still runs
+    (a zombie does not; another process under the same pid does not count)."""
+    return began is not None and not _process.is_gone(pid) and start_time(pid) == began
+
+
 def left_running(started: dict[int, int], base_dir: Path) -> list[int]:
     """Those of ``started`` that still run as the same process, and any process
     the cluster in ``base_dir`` left behind (containers, strays)."""
-    left = [
-        pid
-        for pid, began in started.items()
-        if not _process.is_gone(pid) and start_time(pid) == began
-    ]
+    left = [pid for pid, began in started.items() if still_running(pid, began)]
     return left + [p for p in _process.strays(base_dir) if p not in left]
 
 

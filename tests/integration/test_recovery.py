@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from _faults import kill_am_container, kill_task, task_process
 from _hdfs import hdfs_dir
+from _stopped import start_time, still_running
 from helpers import EXAMPLES, Job, accuracy_from, running_job
 from skein.exceptions import SkeinError
 
@@ -176,12 +177,13 @@ def test_wedged_worker_is_lost_after_the_heartbeat_timeout_and_replaced(
         wait_for_step(job, "chief:0", 60)
         # Wedge the whole task: its runtime (no heartbeats) and its script.
         runtime = kill_task(job.app_id, "worker:0", signal.SIGSTOP, script=False)
+        began = start_time(runtime.pid)  # its pid may be another's by the end
         kill_task(job.app_id, "worker:0", signal.SIGSTOP)
         final = job.wait(timeout=400)
         log = assert_trained(job, "chief:0", 400)
-        assert not Path(f"/proc/{runtime.pid}/status").exists() or "zombie" in (
-            Path(f"/proc/{runtime.pid}/status").read_text()
-        ), "the wedged container was not killed"
+        assert not still_running(runtime.pid, began), (
+            "the wedged container was not killed"
+        )
     assert final.succeeded
     assert any(
         "worker:0 replaced" in e and "sent no heartbeat" in e for e in job.events
