@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _am_support import LiveMaster, job
+from _am_support import LiveMaster, job, task_env
 
 from tfyarn.contract.status import Phase
 from tfyarn.runtime import BOOTSTRAP, Runtime, TaskContext, Timeouts
@@ -45,24 +45,35 @@ sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 ABORTS = HANGS.replace("time.sleep(3600)", "__import__('os').abort()")
 
 
+def start_bootstrap(
+    script: Path, args: list[str], env: dict[str, str], output: int | None = None
+) -> subprocess.Popen[bytes]:
+    """The bootstrap in ``script``'s directory, handed ``args`` as the runtime
+    hands them (a JSON message on a pipe)."""
+    read_fd, write_fd = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-u", str(BOOTSTRAP), str(read_fd), str(script)],
+        cwd=script.parent,
+        pass_fds=(read_fd,),
+        env={**os.environ, **env},
+        stdout=output,
+        stderr=output,
+    )
+    os.close(read_fd)
+    os.write(write_fd, json.dumps({"env": {}, "args": args}).encode())
+    os.close(write_fd)
+    return child
+
+
 def test_the_bootstrap_says_the_script_returned_after_its_exit_handlers(
     tmp_path: Path,
 ) -> None:
     script = tmp_path / "train.py"
     script.write_text(HANGS)
     returned = tmp_path / "returned-0"
-    read_fd, write_fd = os.pipe()
-    child = subprocess.Popen(
-        [sys.executable, "-u", str(BOOTSTRAP), str(read_fd), str(script)],
-        cwd=tmp_path,
-        pass_fds=(read_fd,),
-        env={**os.environ, RETURNED_FILE: str(returned)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    child = start_bootstrap(
+        script, ["7"], {RETURNED_FILE: str(returned)}, output=subprocess.DEVNULL
     )
-    os.close(read_fd)
-    os.write(write_fd, json.dumps({"env": {}, "args": ["7"]}).encode())
-    os.close(write_fd)
     try:
         deadline = time.monotonic() + 30
         while not returned.exists() and time.monotonic() < deadline:
@@ -83,15 +94,7 @@ def test_a_teardown_that_hangs_or_aborts_ends_with_the_scripts_code(
     (tmp_path / spec.script_name).write_text(script)
     master = LiveMaster(spec, credentials).start()
     master.grant_all()
-    env = {
-        **os.environ,
-        "TFYARN_JOB": spec.to_env(),
-        "TFYARN_ROLE": "worker",
-        "TFYARN_TASK_INDEX": "0",
-        "TFYARN_ATTEMPT": "0",
-        "TFYARN_MASTER_ADDRESS": master.address,
-        "NM_HOST": "127.0.0.1",
-    }
+    env = {**os.environ, **task_env(spec, master, "worker", 0)}
     rt = Runtime(
         TaskContext.from_env(env),
         credentials=credentials,
@@ -128,16 +131,9 @@ def test_a_child_forked_by_the_script_does_not_say_the_script_returned(
     script = tmp_path / "train.py"
     script.write_text(FORKS)
     returned = tmp_path / "returned-0"
-    read_fd, write_fd = os.pipe()
-    child = subprocess.Popen(
-        [sys.executable, "-u", str(BOOTSTRAP), str(read_fd), str(script)],
-        cwd=tmp_path,
-        pass_fds=(read_fd,),
-        env={**os.environ, RETURNED_FILE: str(returned), "RETURNED": str(returned)},
+    child = start_bootstrap(
+        script, [], {RETURNED_FILE: str(returned), "RETURNED": str(returned)}
     )
-    os.close(read_fd)
-    os.write(write_fd, json.dumps({"env": {}, "args": []}).encode())
-    os.close(write_fd)
     assert child.wait(60) == 0
     assert (tmp_path / "marker-while-running").read_text() == "False"
     assert returned.read_text() == "0"

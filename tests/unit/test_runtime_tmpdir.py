@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from _am_support import LiveMaster, job
+from _am_support import LiveMaster, job, task_env
 
 from tfyarn.contract.status import Phase
 from tfyarn.runtime import Runtime, TaskContext, prelude
@@ -36,19 +36,8 @@ def run_one(
     (workdir / spec.script_name).write_text(SCRIPT)
     master = LiveMaster(spec, credentials).start()
     master.grant_all()
-    env = {
-        "TFYARN_JOB": spec.to_env(),
-        "TFYARN_ROLE": "worker",
-        "TFYARN_TASK_INDEX": "0",
-        "TFYARN_ATTEMPT": "0",
-        "TFYARN_MASTER_ADDRESS": master.address,
-        "TFYARN_RESTART": "0",
-        "NM_HOST": "127.0.0.1",
-        "PATH": "/usr/bin:/bin",
-        # What the NodeManager's environment may hold: not the task's.
-        "TMPDIR": "/tmp",
-        **spec.env,
-    }
+    # TMPDIR as the NodeManager's environment may hold it: not the task's.
+    env = task_env(spec, master, "worker", 0, **{"TMPDIR": "/tmp", **spec.env})
     rt = Runtime(
         TaskContext.from_env(env), credentials=credentials, workdir=workdir, env=env
     )
