@@ -89,6 +89,16 @@ SERVERS = f"{INTEGRATION}/servers"
 RECOVERY_HOME = "/var/tmp/tfyarn-tests/recovery"
 RECOVERY_PORT_OFFSET = "800"
 
+
+def one_host_cluster(home: str, port_offset: str) -> tuple[tuple[str, str], ...]:
+    """The environment naming a tier's one-host cluster and its ports."""
+    return ((HOME, home), ("TFYARN_CLUSTER_PORT_OFFSET", port_offset))
+
+
+EXAMPLES_CLUSTER = one_host_cluster(EXAMPLES_HOME, EXAMPLES_PORT_OFFSET)
+RECOVERY_CLUSTER = one_host_cluster(RECOVERY_HOME, RECOVERY_PORT_OFFSET)
+ELASTIC_CLUSTER = one_host_cluster(ELASTIC_HOME, ELASTIC_PORT_OFFSET)
+
 TIERS = (
     # Two pytest-xdist workers: the tier alone takes about a minute instead
     # of two and a half (the Rust tests' cargo and mypy beside the rest).
@@ -119,46 +129,31 @@ TIERS = (
         "examples",
         EXAMPLES,
         "the examples end to end, TensorFlow on HDFS through the plugin",
-        env=(
-            ("TFYARN_CLUSTER_HOME", EXAMPLES_HOME),
-            ("TFYARN_CLUSTER_PORT_OFFSET", EXAMPLES_PORT_OFFSET),
-        ),
+        env=EXAMPLES_CLUSTER,
     ),
     Tier(
         "recovery",
         tuple(path for path in RECOVERY if (REPO / path).exists()),
         "lost tasks, restarts, gang allocation, daemon restarts",
-        env=(
-            ("TFYARN_CLUSTER_HOME", RECOVERY_HOME),
-            ("TFYARN_CLUSTER_PORT_OFFSET", RECOVERY_PORT_OFFSET),
-        ),
+        env=RECOVERY_CLUSTER,
     ),
     Tier(
         "elastic",
         (ELASTIC,),
         "graceful stops and jobs scaled while they train",
-        env=(
-            ("TFYARN_CLUSTER_HOME", ELASTIC_HOME),
-            ("TFYARN_CLUSTER_PORT_OFFSET", ELASTIC_PORT_OFFSET),
-        ),
+        env=ELASTIC_CLUSTER,
     ),
     Tier(
         "servers",
         (SERVERS,),
         "TensorFlow servers on YARN, the program on the gateway (TF1 in-graph, a notebook)",
-        env=(
-            ("TFYARN_CLUSTER_HOME", ELASTIC_HOME),
-            ("TFYARN_CLUSTER_PORT_OFFSET", ELASTIC_PORT_OFFSET),
-        ),
+        env=ELASTIC_CLUSTER,
     ),
     Tier(
         "notebook",
         (NOTEBOOK,),
         "tfyarn.run from a real Jupyter kernel: results, remote errors, MLflow",
-        env=(
-            ("TFYARN_CLUSTER_HOME", EXAMPLES_HOME),
-            ("TFYARN_CLUSTER_PORT_OFFSET", EXAMPLES_PORT_OFFSET),
-        ),
+        env=EXAMPLES_CLUSTER,
     ),
     Tier(
         "secure",
@@ -186,10 +181,7 @@ TIERS = (
         # auto: its job alone about 13 min) runs by hand: tests/run wheel -- -m heavy.
         (GATEWAY, "-m", "not heavy"),
         "the sdist and wheel built, checked, installed without Rust; jobs from them",
-        env=(
-            ("TFYARN_CLUSTER_HOME", EXAMPLES_HOME),
-            ("TFYARN_CLUSTER_PORT_OFFSET", EXAMPLES_PORT_OFFSET),
-        ),
+        env=EXAMPLES_CLUSTER,
     ),
     Tier(
         "versions",
