@@ -24,7 +24,7 @@ import pytest
 import skein
 from _stopped import describe, identities, left_running
 
-from tfyarn.cluster import ClusterSettings, LocalCluster, _process
+from tfyarn.cluster import ClusterSettings, LocalCluster, _probe, _process
 from tfyarn.errors import ClusterError
 
 pytestmark = [pytest.mark.yarn, pytest.mark.hdfs]
@@ -305,6 +305,9 @@ def test_second_cluster_start_is_idempotent_and_stop_leaves_nothing(
     assert second_cluster.status().state == "partial"
     repaired = second_cluster.start(timeout=120)
     assert repaired.running and not repaired.already_running
+    # Back means registered: the NameNode still counted the killed one live.
+    dn_web = next(d for d in repaired.daemons if d.name == "datanode").ports
+    assert _probe.datanode_registered(dn_web["datanode_http"])
     new_pids = {d.name: d.pid for d in repaired.daemons}
     assert new_pids["datanode"] != pids["datanode"]
     assert {k: v for k, v in new_pids.items() if k != "datanode"} == {

@@ -142,6 +142,28 @@ def hdfs_health(
     )
 
 
+def datanode_registered(
+    web: int, host: str = "127.0.0.1", *, https: bool = False
+) -> bool:
+    """Whether the DataNode whose web port is ``web`` has registered with its
+    NameNode(s). The NameNode goes on counting a killed DataNode live for
+    minutes, so its count cannot tell that a restarted one is back."""
+    data = get_json(
+        web,
+        "/jmx?qry=Hadoop:service=DataNode,name=DataNodeInfo",
+        host=host,
+        https=https,
+    )
+    beans = (data or {}).get("beans") or []
+    if not beans:
+        return False
+    try:
+        actors = json.loads(beans[0].get("BPServiceActorInfo") or "[]")
+    except ValueError:
+        return False
+    return any(isinstance(a, dict) and a.get("ActorState") == "RUNNING" for a in actors)
+
+
 @dataclasses.dataclass(frozen=True)
 class NodeReport:
     node_id: str

@@ -81,10 +81,11 @@ def wait_ready(
                     _messages.disk_full(base_dir, base_dir / "data", hdfs)
                 )
         if (
-            hdfs is not None
+            not hdfs_logged
+            and hdfs is not None
             and hdfs.ready
             and hdfs.live_datanodes >= want
-            and not hdfs_logged
+            and _datanodes_registered(settings, found, started, master)
         ):
             log(
                 f"HDFS is up (out of safe mode, {hdfs.live_datanodes} DataNode(s) live)."
@@ -100,6 +101,24 @@ def wait_ready(
         if time.monotonic() > deadline:
             raise ClusterError(_messages.not_ready(base_dir, timeout, hdfs, nodes))
         time.sleep(0.5)
+
+
+def _datanodes_registered(
+    settings: ClusterSettings,
+    found: list[Instance],
+    started: Mapping[str, subprocess.Popen[bytes]],
+    master: str,
+) -> bool:
+    """Whether every DataNode this start spawned has registered with its
+    NameNode (the live count alone would pass on a killed one's record)."""
+    web = bound_ports(settings)["datanode_http"]
+    return all(
+        _probe.datanode_registered(
+            web, inst.host.host if inst.host else master, https=settings.secure
+        )
+        for inst in found
+        if inst.daemon.name == "datanode" and inst.key in started
+    )
 
 
 def wait_node_running(
