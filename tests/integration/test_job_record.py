@@ -2,23 +2,20 @@
 
 The master keeps its final status on HDFS (am/record.py) before the
 application ends; once YARN reports the job ended, ``tfyarn status`` reads it
-there: the tasks with their attempts, the restarts, owner-only on HDFS. A job
-``tfyarn kill`` stopped is recorded too.
+there: the tasks with their attempts, the restarts, owner-only on HDFS. (A job
+``tfyarn kill`` stopped is recorded KILLED: test_submit's kill test reads it.)
 """
 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import run_cli, running_job
 
-from tfyarn import client
 from tfyarn.contract.record import DIR_MODE, FILE_MODE, record_dir, record_url
-from tfyarn.contract.status import TaskState
 from tfyarn.data import fs
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
@@ -80,27 +77,3 @@ def test_a_succeeded_jobs_status_after_its_end_is_its_final_record(
     # Readable by its owner only.
     assert hdfs_mode(url) & 0o777 == FILE_MODE
     assert hdfs_mode(record_dir(final.user)) & 0o777 == DIR_MODE
-
-
-def test_a_job_tfyarn_kill_stopped_is_recorded_killed(skein_client: Any) -> None:
-    # Attempt 0 of this script waits until killed.
-    with running_job(
-        skein_client, JOBS / "killed_twice.py", max_restarts=2, **QUICK
-    ) as job:
-        deadline = time.monotonic() + 150
-        while True:
-            master = client.status(job.app_id, client=skein_client).master
-            task = master.task("worker:0") if master else None
-            if task is not None and task.state is TaskState.RUNNING:
-                break
-            assert time.monotonic() < deadline, master
-            time.sleep(1)
-        killed = run_cli("kill", job.app_id, timeout=180)
-        assert killed.returncode == 0, killed.stderr
-    status = status_json(job.app_id)
-    assert status["state"] == "KILLED", status
-    master = status["master"]
-    assert master is not None, status["record_missing"]
-    assert master["phase"] == "KILLED"
-    assert master["diagnostics"] == "stopped by tfyarn kill"
-    assert [t["state"] for t in master["tasks"]] == ["KILLED"], master["tasks"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ SMALL_ARGS = [a for k, v in SMALL.items() for a in (f"--{k}", v)]
 
 # What the script sees at its first line, as one JSON log line.
 FIRST_LINE = """\
-import json, os, sys
+import json, os, sys, time
 seen = {
     "tensorflow_loaded": "tensorflow" in sys.modules,
     "name": __name__,
@@ -32,8 +33,10 @@ seen = {
     "reuse_port": os.environ.get("TF_GRPC_REUSE_PORT"),
 }
 print("SEEN " + json.dumps(seen), flush=True)
-if "--fail" in sys.argv:
+if "--fail" in sys.argv and seen["task"]["index"] == 1:
     raise ValueError("the model exploded")
+if "--fail" in sys.argv:
+    time.sleep(1200)  # the lead would run long: the failure must end the job
 """
 
 
@@ -90,16 +93,23 @@ def test_an_exception_in_the_script_fails_the_job_with_its_traceback(
 ) -> None:
     script = tmp_path / "first_line.py"
     script.write_text(textwrap.dedent(FIRST_LINE))
+    started = time.monotonic()
     done = run_cli(
-        "submit", *SMALL_ARGS, "--num_worker", "1", "--name", "test-preimport-fail",
+        "submit", *SMALL_ARGS, "--num_worker", "2", "--name", "test-preimport-fail",
         "--max_restarts", "0", str(script), "--fail",
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
+    # Far below the lead's 1200 s sleep, far above a loaded machine's start.
+    assert time.monotonic() - started < 500, "the job waited for the sleeping lead"
+    assert "final status: FAILED" in done.stdout
     err = done.stderr
-    assert "worker:0" in err and "exited with code 1" in err, err
+    assert err.startswith("Error: application_"), err
+    assert "Traceback (most recent call last)" not in err.split("\n")[0]
+    assert "worker:1" in err and "exited with code 1" in err, err
     assert 'first_line.py", line 12, in <module>' in err, err
     assert "ValueError: the model exploded" in err
     assert "_bootstrap" not in err and "runpy" not in err  # no bootstrap frames
+    assert "yarn logs -applicationId application_" in err
 
 
 # Returns at once, then hangs in the interpreter's teardown with SIGTERM

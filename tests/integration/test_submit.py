@@ -91,33 +91,19 @@ def test_submit_follows_a_job_to_success(tmp_path: Path) -> None:
     assert "hello from worker 0" not in logs.stdout
 
 
-def test_failing_task_fails_the_job_and_names_it(tmp_path: Path) -> None:
-    script = write(tmp_path, "failing.py", FAILING)
-    started = time.monotonic()
-    done = run_cli(
-        "submit", *SMALL_ARGS, "--worker_memory", "256 MiB",
-        "--num_worker", "2", "--name", "test-failing", "--max_restarts", "0",
-        script,
-    )  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr
-    # Far below the lead's 1200 s sleep, far above a loaded machine's start.
-    assert time.monotonic() - started < 500, "the job waited for the sleeping lead"
-    assert "final status: FAILED" in done.stdout
-    err = done.stderr
-    assert err.startswith("Error: application_"), err
-    assert "worker:1" in err and "boom: worker one cannot go on" in err, err
-    assert "yarn logs -applicationId application_" in err
-    assert "Traceback (most recent call last)" not in err.split("\n")[0]
-
-
 def test_python_api_raises_job_failed(yarn: Any, tmp_path: Path) -> None:
     script = write(tmp_path, "failing.py", FAILING)
+    # A ps and a lead that would run long: the failure alone ends the job.
     with pytest.raises(JobFailedError) as err:
         tfyarn.submit(
-            script, num_worker=2, max_restarts=0, wait=True, client=yarn, **PLAIN
-        )
+            script, num_ps=1, num_worker=2, max_restarts=0, wait=True, client=yarn,
+            **PLAIN,
+        )  # fmt: skip
     assert err.value.final_status == "FAILED"
-    assert "worker:1" in err.value.diagnostics
+    # The master's diagnostics name the task, its exit code and its stderr.
+    diagnostics = err.value.diagnostics
+    assert "worker:1" in diagnostics and "exited with code 1" in diagnostics
+    assert "boom: worker one cannot go on" in diagnostics, diagnostics
 
 
 def test_unsatisfiable_memory_is_refused_before_submitting(
@@ -158,7 +144,8 @@ def test_status_list_logs_kill_on_a_running_job(yarn: Any, tmp_path: Path) -> No
         time.sleep(300)
         """,
     )
-    with running_job(yarn, script, num_worker=1, **PLAIN) as job:
+    # A budget to spend: a kill must not be taken for a failure and restarted.
+    with running_job(yarn, script, num_worker=1, max_restarts=2, **PLAIN) as job:
         deadline = time.monotonic() + 120
         while True:
             st = client.status(job.app_id, client=yarn)
@@ -189,6 +176,17 @@ def test_status_list_logs_kill_on_a_running_job(yarn: Any, tmp_path: Path) -> No
         final = client.status(job.app_id, client=yarn)
         assert final.state == "KILLED"
         assert job.app_id not in run_cli("list").stdout
+
+    # Once ended, status reads the master's record on HDFS: who stopped it.
+    ended = run_cli("status", "--json", job.app_id)
+    assert ended.returncode == 0, ended.stderr
+    recorded = json.loads(ended.stdout)
+    assert recorded["state"] == "KILLED", recorded
+    master = recorded["master"]
+    assert master is not None, recorded["record_missing"]
+    assert master["phase"] == "KILLED"
+    assert master["diagnostics"] == "stopped by tfyarn kill"
+    assert [t["state"] for t in master["tasks"]] == ["KILLED"], master["tasks"]
 
 
 def test_status_of_an_unknown_application() -> None:
