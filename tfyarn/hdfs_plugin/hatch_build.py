@@ -54,8 +54,9 @@ def _cargo() -> str | None:
     return str(fallback) if fallback.is_file() else None
 
 
-def build_plugin() -> Path | None:
-    """``cargo build --release`` of the crate; the built library, or None."""
+def build_plugin(*, incremental: bool = False) -> Path | None:
+    """``cargo build --release`` of the crate; the built library, or None.
+    ``incremental``: rustc may reuse its incremental cache (editable installs)."""
     cargo = _cargo()
     if cargo is None:
         print(
@@ -71,6 +72,8 @@ def build_plugin() -> Path | None:
     env = dict(os.environ)
     # The machine's two cores are shared; cargo reads CARGO_BUILD_JOBS.
     env.setdefault("CARGO_BUILD_JOBS", "2")
+    if not incremental:  # a wheel to ship: no incremental codegen (Cargo.toml)
+        env.setdefault("CARGO_INCREMENTAL", "0")
     start = time.monotonic()
     subprocess.run(
         [
@@ -154,7 +157,7 @@ class CargoBuildHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         if self.target_name != "wheel":
             return
-        library = build_plugin()
+        library = build_plugin(incremental=version == "editable")
         if library is None:
             return
         record = CONTRACT.write_built_for(
