@@ -24,7 +24,13 @@ import pytest
 import skein
 from _stopped import describe, identities, left_running
 
-from tfyarn.cluster import ClusterSettings, LocalCluster, _probe, _process
+from tfyarn.cluster import (
+    ClusterSettings,
+    LocalCluster,
+    _driver_archive,
+    _probe,
+    _process,
+)
 from tfyarn.errors import ClusterError
 
 pytestmark = [pytest.mark.yarn, pytest.mark.hdfs]
@@ -277,6 +283,26 @@ def skein_client_for(cluster: LocalCluster) -> Iterator[Any]:
         os.environ.update(saved)
     with client:
         yield client
+
+
+def test_skein_drivers_map_the_class_data_archive_start_made(
+    local_cluster: LocalCluster,
+) -> None:
+    env = local_cluster.env_vars()
+    archive = _driver_archive.archive_path(
+        Path(env["JAVA_HOME"]), local_cluster.settings().hadoop_version
+    )
+    log = local_cluster.base_dir / "logs" / "skein-driver-archive.out"
+    deadline = time.monotonic() + 300  # made in the background after start
+    while not archive.is_file():
+        assert time.monotonic() < deadline, f"no {archive}; {log} says: " + (
+            log.read_text() if log.exists() else "(no log)"
+        )
+        time.sleep(2)
+    with skein_client_for(local_cluster) as client:
+        assert client.get_applications(states=["RUNNING"]) is not None
+        maps = Path(f"/proc/{client._proc.pid}/maps").read_text()
+    assert str(archive) in maps, "the driver did not map the archive"
 
 
 @pytest.mark.slow

@@ -231,10 +231,12 @@ fi
 SUB=$1; shift
 if [ "$SUB" = classpath ]; then
   if [ "$1" = "--glob" ]; then
-    # Every jar spelled out, as Hadoop's `classpath --glob` does.
-    CP=$HADOOP_CONF_DIR
-    for jar in "$HADOOP_LIB"/*.jar; do CP=$CP:$jar; done
-    echo "$CP"
+    # Every jar spelled out, as Hadoop's `classpath --glob` does; the
+    # configuration last, so skein's driver can map one class-data archive
+    # for every local cluster (tfyarn/cluster/_driver_archive.py).
+    CP=
+    for jar in "$HADOOP_LIB"/*.jar; do CP=$CP$jar:; done
+    echo "$CP$HADOOP_CONF_DIR"
   else
     echo "$HADOOP_CONF_DIR:$HADOOP_LIB/*"
   fi

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tfyarn.cluster import (
     _daemons,
+    _driver_archive,
     _ha,
     _hadoop,
     _hosts,
@@ -236,6 +237,9 @@ class LocalCluster(Rehearsals):
         secure = self.secure() if self.settings().secure else None
         if secure:  # Java ignores KRB5_CONFIG: the driver needs the flag
             flags += secure.java_flags()
+        flags += _driver_archive.java_options(
+            _driver_archive.archive_path(java_home, version)
+        )
         return {
             "HADOOP_CONF_DIR": str(self.conf_dir),
             "JAVA_HOME": str(java_home),
@@ -414,6 +418,13 @@ class LocalCluster(Rehearsals):
             if secure and not kdc_was_up:
                 secure.stop()
             raise
+        # Later commands' drivers start quicker from it (made once per JDK,
+        # skein and Hadoop line, in the background).
+        _driver_archive.start_making(
+            self.base_dir,
+            self.env_vars(),
+            _driver_archive.archive_path(java_home, settings.hadoop_version),
+        )
         return self.status()
 
     def _start_coordinators(
