@@ -88,45 +88,6 @@ def mwms_args(digits: str, checkpoints: str, steps: int) -> list[str]:
     ]
 
 
-def test_kill_graceful_saves_where_it_stopped_and_a_resubmission_resumes(
-    yarn: Any, digits: str, base: str
-) -> None:
-    checkpoints = base + "/mwms"
-    options = {"num_worker": 2, "max_restarts": 0, "stop_grace": STOP_GRACE}
-    with running_job(
-        yarn,
-        EXAMPLES / "mwms_graceful.py",
-        args=mwms_args(digits, checkpoints, 100_000),
-        **options,
-    ) as job:
-        wait_for_step(job, 20)
-        time.sleep(3)  # a heartbeat has said the scripts heed notices
-        killed = run_cli("kill", "--graceful", job.app_id)
-        assert killed.returncode == 0, killed.stderr
-        assert "KILLED" in killed.stdout
-        final = job.wait_for_end(timeout=120)
-        assert final.outcome == "KILLED"
-        saved = [numbers(job.logs(f"worker:{i}"), "saved_at") for i in (0, 1)]
-        # Both workers saved at the same step, once, before any signal.
-        assert saved[0] == saved[1] and len(saved[0]) == 1, saved
-        stopped_at = saved[0][0]
-        assert stopped_at >= 20
-        assert final.master is not None
-        assert final.master.budget_used == 0 and final.master.restarts == 0
-    target = stopped_at + 60
-    with running_job(
-        yarn,
-        EXAMPLES / "mwms_graceful.py",
-        args=mwms_args(digits, checkpoints, target),
-        **options,
-    ) as job:
-        job.wait()
-        text = job.logs("worker:0")
-        assert numbers(text, "start_step") == [stopped_at]  # nothing redone
-        assert numbers(text, "steps") == [target]
-        assert accuracy_from(text) >= MIN_ACCURACY
-
-
 def scale(job: Job, num_worker: int, *, cli: bool = False) -> None:
     """``tfyarn scale`` as a user runs it (``cli``), else ``tfyarn.scale``
     through the session's client (no new YARN driver: a notice within a second)."""
@@ -175,39 +136,57 @@ def generations(text: str) -> tuple[list[int], list[int], list[int]]:
     )
 
 
-def test_mwms_scaled_2_3_2_while_training_redoes_no_step(
+def test_mwms_scaled_2_3_2_then_killed_gracefully_and_resumed_redoes_no_step(
     yarn: Any, digits: str, base: str
 ) -> None:
-    steps = 900
-    args = [*mwms_args(digits, base + "/mwms", steps), "--pause", "0.05"]
-    with running_job(
-        yarn,
-        EXAMPLES / "mwms_graceful.py",
-        args=args,
-        num_worker=2,
-        max_restarts=0,
-        stop_grace=STOP_GRACE,
-    ) as job:
+    """An all-reduce job scaled 2 -> 3 -> 2 workers while it trains, then
+    stopped by ``tfyarn kill --graceful``; a resubmission resumes where the
+    kill saved."""
+    checkpoints = base + "/mwms"
+    options = {"num_worker": 2, "max_restarts": 0, "stop_grace": STOP_GRACE}
+    args = [*mwms_args(digits, checkpoints, 100_000), "--pause", "0.05"]
+    with running_job(yarn, EXAMPLES / "mwms_graceful.py", args=args, **options) as job:
         wait_for_step(job, 100)
         scale(job, 3, cli=True)
         at = wait_for_generation(job, 3)
         wait_for_step(job, at + 50)
         scale(job, 2)
-        job.wait(timeout=600)
+        at = wait_for_generation(job, 2)
+        wait_for_step(job, at + 20)
+        time.sleep(3)  # a heartbeat has said the scripts heed notices
+        killed = run_cli("kill", "--graceful", job.app_id)
+        assert killed.returncode == 0, killed.stderr
+        assert "KILLED" in killed.stdout
+        final = job.wait_for_end(timeout=120)
+        assert final.outcome == "KILLED"
         master = final_master(job)
         lead = job.logs("worker:0")
+        other = job.logs("worker:1")
         added = job.logs("worker:2")
     starts, saved, sizes = generations(lead)
     print(f"worker:0 started at {starts}, saved at {saved}, sizes {sizes}")
     assert sizes == [2, 3, 2]
-    # Every generation starts where the one before saved: no step redone.
-    assert len(saved) == 2 and starts == [0, *saved], (starts, saved)
-    assert numbers(lead, "steps") == [steps]
-    assert accuracy_from(lead) >= MIN_ACCURACY
+    # Every generation starts where the one before saved: no step redone;
+    # the kill's notice saved last, both workers at the same step.
+    assert len(saved) == 3 and starts == [0, *saved[:2]], (starts, saved)
+    assert numbers(other, "saved_at") == saved
     # The added worker trained in the 3-worker generation only, in step.
     assert generations(added) == ([saved[0]], [saved[1]], [3])
     assert master.resizes == 2 and master.budget_used == 0
     assert master.restarts == 0
+    stopped_at = saved[2]
+    target = stopped_at + 60
+    with running_job(
+        yarn,
+        EXAMPLES / "mwms_graceful.py",
+        args=mwms_args(digits, checkpoints, target),
+        **options,
+    ) as job:
+        job.wait()
+        text = job.logs("worker:0")
+    assert numbers(text, "start_step") == [stopped_at]  # nothing redone
+    assert numbers(text, "steps") == [target]
+    assert accuracy_from(text) >= MIN_ACCURACY
 
 
 def test_ps_job_scaled_up_and_down_redoes_no_step(
