@@ -31,7 +31,9 @@ SMALL = {
     "evaluator_memory": "1 GiB",
     "am_memory": "512 MiB",
 }
-ACCURACY = re.compile(r"^accuracy=([0-9.]+)\s*$", re.MULTILINE)
+# Not anchored at the line's end: another thread's output can land right
+# after the number (print writes the text and its newline apart).
+ACCURACY = re.compile(r"^accuracy=(\d+(?:\.\d+)?)", re.MULTILINE)
 # An event of a container that started: "worker:3 RUNNING (host:port, container_..."
 RAN = re.compile(
     r"^\S+ (?:REGISTERED|RUNNING|SUCCEEDED|FAILED) \((?:[^,]*, )?(container_\w+)"

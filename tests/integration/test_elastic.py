@@ -52,7 +52,7 @@ def yarn(skein_client: Any) -> Any:
 
 def numbers(text: str, key: str) -> list[int]:
     """Every ``key=N`` line of a log, in order."""
-    return [int(n) for n in re.findall(rf"^{key}=(\d+)\b", text, re.MULTILINE)]
+    return [int(n) for n in re.findall(rf"^{key}=(\d+)", text, re.MULTILINE)]
 
 
 def lead_step(job: Job) -> int:

@@ -57,8 +57,9 @@ class Run:
 def _int(text: str, key: str) -> int:
     # Not anchored at the line's end: with stdout and stderr in one log, a
     # traceback's line written at the same moment can land after the number
-    # (print writes the text and its newline apart): "steps=300    raise ...".
-    found = re.findall(rf"^{key}=(\d+)\b", text, re.MULTILINE)
+    # (print writes the text and its newline apart): "steps=300    raise ...",
+    # or with no space at all: "steps=300Exception in thread ...".
+    found = re.findall(rf"^{key}=(\d+)", text, re.MULTILINE)
     assert found, f"no {key}=... line in the log:\n{text[-3000:]}"
     return int(found[-1])
 

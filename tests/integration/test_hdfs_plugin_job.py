@@ -45,7 +45,7 @@ def base() -> Iterator[str]:
 
 
 def _last(text: str, key: str) -> int:
-    found = re.findall(rf"^{key}=(\d+)\s*$", text, re.MULTILINE)
+    found = re.findall(rf"^{key}=(\d+)", text, re.MULTILINE)
     assert found, f"no {key}=... line in the log:\n{text[-3000:]}"
     return int(found[-1])
 

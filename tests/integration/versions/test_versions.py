@@ -123,7 +123,7 @@ def test_data_cli_and_the_plugin_on_the_name_service(
 
 
 def _numbers(text: str, key: str) -> list[int]:
-    return [int(n) for n in re.findall(rf"^{key}=(\d+)\b", text, re.MULTILINE)]
+    return [int(n) for n in re.findall(rf"^{key}=(\d+)", text, re.MULTILINE)]
 
 
 def _wait_for_workers(job: Job, workers: int, timeout: float = 180) -> int:
