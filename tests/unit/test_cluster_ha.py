@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _http_server import serving
 
 from tfyarn.cli import main
 from tfyarn.cluster import ClusterSettings, _failover, _ha, _netns, _probe, _restarts
@@ -215,13 +216,8 @@ def is_active_server() -> Iterator[tuple[int, list[int]]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1], codes
-    finally:
-        server.shutdown()
+    with serving(Handler) as port:
+        yield port, codes
 
 
 def test_is_active_reads_hadoops_answer(

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 
 import pytest
+from _http_server import serving
 
 from tfyarn.cluster import _probe
 
@@ -36,14 +36,8 @@ def datanode_web() -> Iterator[tuple[int, list[object]]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1], answers
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as port:
+        yield port, answers
 
 
 def test_a_datanode_is_registered_once_an_actor_runs(

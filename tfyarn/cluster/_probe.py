@@ -48,6 +48,23 @@ def get_json(
         return None
 
 
+def jmx_bean(
+    port: int,
+    bean: str,
+    *,
+    host: str = "127.0.0.1",
+    https: bool = False,
+    timeout: float = TIMEOUT_S,
+) -> dict[str, Any] | None:
+    """The first bean a daemon's ``/jmx?qry=Hadoop:<bean>`` answers with;
+    None if it does not answer or has no such bean."""
+    data = get_json(
+        port, f"/jmx?qry=Hadoop:{bean}", host=host, https=https, timeout=timeout
+    )
+    beans = data.get("beans") if isinstance(data, dict) else None
+    return beans[0] if beans and isinstance(beans[0], dict) else None
+
+
 def is_active(
     port: int,
     host: str = "127.0.0.1",
@@ -89,15 +106,18 @@ def ha_state(
     """``active``, ``standby`` (lower case) from the NameNode's
     ``NameNodeStatus`` bean or else the ResourceManager's cluster info; None
     when neither answers."""
-
-    def ask(path: str) -> Any | None:
-        return get_json(port, path, host=host, https=https, timeout=timeout)
-
-    jmx = ask("/jmx?qry=Hadoop:service=NameNode,name=NameNodeStatus")
-    beans = jmx.get("beans") if isinstance(jmx, dict) else None
-    if beans:
-        return str(beans[0].get("State", "")).lower() or None
-    info = ask("/ws/v1/cluster/info")
+    status = jmx_bean(
+        port,
+        "service=NameNode,name=NameNodeStatus",
+        host=host,
+        https=https,
+        timeout=timeout,
+    )
+    if status is not None:
+        return str(status.get("State", "")).lower() or None
+    info = get_json(
+        port, "/ws/v1/cluster/info", host=host, https=https, timeout=timeout
+    )
     if isinstance(info, dict) and "clusterInfo" in info:
         return str(info["clusterInfo"].get("haState", "")).lower() or None
     return None
@@ -120,16 +140,11 @@ def hdfs_health(
 ) -> HdfsHealth | None:
     """HDFS's state from the NameNode's JMX (``https``: a secure cluster's
     HTTPS_ONLY NameNode)."""
-    data = get_json(
-        namenode_web,
-        "/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo",
-        host=host,
-        https=https,
+    info = jmx_bean(
+        namenode_web, "service=NameNode,name=NameNodeInfo", host=host, https=https
     )
-    beans = (data or {}).get("beans") or []
-    if not beans:
+    if info is None:
         return None
-    info = beans[0]
     try:
         live = len(json.loads(info.get("LiveNodes") or "{}"))
     except ValueError:
@@ -148,17 +163,11 @@ def datanode_registered(
     """Whether the DataNode whose web port is ``web`` has registered with its
     NameNode(s). The NameNode goes on counting a killed DataNode live for
     minutes, so its count cannot tell that a restarted one is back."""
-    data = get_json(
-        web,
-        "/jmx?qry=Hadoop:service=DataNode,name=DataNodeInfo",
-        host=host,
-        https=https,
-    )
-    beans = (data or {}).get("beans") or []
-    if not beans:
+    info = jmx_bean(web, "service=DataNode,name=DataNodeInfo", host=host, https=https)
+    if info is None:
         return False
     try:
-        actors = json.loads(beans[0].get("BPServiceActorInfo") or "[]")
+        actors = json.loads(info.get("BPServiceActorInfo") or "[]")
     except ValueError:
         return False
     return any(isinstance(a, dict) and a.get("ActorState") == "RUNNING" for a in actors)
