@@ -27,7 +27,9 @@ from _stopped import describe, identities, left_running
 from tfyarn.cluster import (
     ClusterSettings,
     LocalCluster,
+    _daemon_archive,
     _driver_archive,
+    _hadoop,
     _probe,
     _process,
 )
@@ -306,6 +308,61 @@ def test_skein_drivers_map_the_class_data_archive_start_made(
     assert str(archive) in maps, "the driver did not map the archive"
 
 
+def test_a_hadoop_jvm_keeps_its_classes_at_a_normal_exit_and_the_next_maps_them(
+    local_cluster: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemons' archive cycle with the real JDK and Hadoop's jars, on a
+    one-shot Hadoop class: the first life writes its classes as it exits, the
+    stop keeps them, the next life maps them (and behaves the same)."""
+    java_home = _hadoop.find_java_home()
+    version = local_cluster.settings().hadoop_version
+    classpath = _hadoop.daemon_classpath(tmp_path / "conf", version)
+    monkeypatch.setenv("TFYARN_CACHE_DIR", str(tmp_path / "cache"))  # a fresh cache
+
+    def life() -> tuple[list[str], str]:
+        options = _daemon_archive.launch_options(
+            java_home, version, "VersionInfo", tmp_path, "version"
+        )
+        java = str(java_home / "bin" / "java")
+        main = "org.apache.hadoop.util.VersionInfo"
+        out = subprocess.run(
+            [java, *options, "-Xlog:class+load=info", "-cp", classpath, main],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        return options, out
+
+    first, out = life()
+    assert first[0].startswith("-XX:ArchiveClassesAtExit="), first
+    assert f"Hadoop {version}" in out and "shared objects file (top)" not in out
+    assert _daemon_archive.keep(tmp_path, "version")
+    second, out = life()
+    archive = _daemon_archive.archive_path(java_home, version, "VersionInfo")
+    assert second[0] == f"-XX:SharedArchiveFile={archive}"
+    assert f"Hadoop {version}" in out
+    assert "VersionInfo source: shared objects file (top)" in out, out[-2000:]
+
+
+def test_the_running_daemons_map_their_archive_or_will_write_it(
+    local_cluster: LocalCluster,
+) -> None:
+    java_home = _hadoop.find_java_home()
+    version = local_cluster.settings().hadoop_version
+    for daemon in local_cluster.status().daemons:
+        if daemon.pid is None:
+            continue
+        main_class = _process.DAEMONS_BY_NAME[daemon.name].main_class
+        role = _daemon_archive.role_of(main_class)
+        archive = _daemon_archive.archive_path(java_home, version, role)
+        maps = Path(f"/proc/{daemon.pid}/maps").read_text()
+        command = Path(f"/proc/{daemon.pid}/cmdline").read_bytes().split(b"\0")
+        assert str(archive) in maps or any(
+            arg.startswith(b"-XX:ArchiveClassesAtExit=") for arg in command
+        ), f"the {daemon.name} neither maps {archive} nor will write one"
+
+
 @pytest.mark.slow
 def test_second_cluster_start_is_idempotent_and_stop_leaves_nothing(
     second_cluster: LocalCluster, tmp_path: Path
@@ -382,6 +439,13 @@ def test_second_cluster_start_is_idempotent_and_stop_leaves_nothing(
     assert sorted(second_cluster.stop()) == sorted(
         ["NameNode", "DataNode", "ResourceManager", "NodeManager"]
     )
+    # Stopped on SIGTERM, a daemon in its first life left its classes behind.
+    java_home = _hadoop.find_java_home()
+    version = second_cluster.settings().hadoop_version
+    for name in ("namenode", "datanode", "resourcemanager", "nodemanager"):
+        role = _daemon_archive.role_of(_process.DAEMONS_BY_NAME[name].main_class)
+        archive = _daemon_archive.archive_path(java_home, version, role)
+        assert archive.is_file(), f"no archive of the {role} after its stop"
     assert not _own_processes(second_cluster.base_dir)
     assert not left_running(started, second_cluster.base_dir), describe(started)
     assert second_cluster.status().state == "stopped"

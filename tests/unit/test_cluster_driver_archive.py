@@ -48,8 +48,10 @@ def test_another_skein_jar_is_another_archive(
     assert _driver_archive.archive_path(java_home, "3.4.3") != second
 
 
-def test_the_options_map_the_archive_and_silence_a_mismatch(tmp_path: Path) -> None:
+def test_the_options_map_the_archive_and_silence_a_mismatch(
+    java_home: Path, tmp_path: Path
+) -> None:
     archive = tmp_path / "skein-driver-0.jsa"
-    options = _driver_archive.java_options(archive)
+    options = _driver_archive.java_options(java_home, archive)
     assert options[0] == f"-XX:SharedArchiveFile={archive}"
     assert "-Xlog:cds=off" in options and "-Xlog:cds+dynamic=off" in options

@@ -156,10 +156,13 @@ def test_each_version_is_fetched_once_into_its_own_cache(fake_maven: Path) -> No
     assert "-P" not in calls[1]
 
 
-def test_the_classpath_is_the_versions_own(tmp_path: Path) -> None:
+def test_the_classpath_is_the_versions_own_jars_first(tmp_path: Path) -> None:
     classpath = _hadoop.daemon_classpath(tmp_path, "3.2.4")
-    assert str(_hadoop.lib_dir("3.2.4")) in classpath
-    assert str(_hadoop.resources_dir("3.2.4")) in classpath
+    assert classpath.split(":") == [
+        f"{_hadoop.lib_dir('3.2.4')}/*",
+        str(_hadoop.resources_dir("3.2.4")),
+        str(tmp_path),  # the configuration last: an archive never checks it
+    ]
     assert str(_hadoop.lib_dir("3.4.3")) not in classpath
 
 

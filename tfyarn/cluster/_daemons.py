@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tfyarn.cluster import _hadoop, _process
+from tfyarn.cluster import _daemon_archive, _hadoop, _process
 from tfyarn.contract import local_cluster
 from tfyarn.errors import ClusterError
 
@@ -170,6 +170,9 @@ def run_once(
         module_flags=module_flags,
         log_name=log_name,
         args=args,
+        archive_options=_daemon_archive.launch_options(
+            java_home, hadoop_version, log_name, base_dir, log_name
+        ),
     )
     out = _process.out_file(base_dir, log_name)
     logfile = _process.log_file(base_dir, log_name)
@@ -185,13 +188,16 @@ def run_once(
                 env=daemon_env(base_dir, java_home, module_flags),
             )
     except subprocess.TimeoutExpired as exc:
+        _daemon_archive.discard(base_dir, log_name)
         raise ClusterError(
             f"{what} took more than {FORMAT_TIMEOUT_S} s; see {logfile}"
         ) from exc
     if proc.returncode != 0:
+        _daemon_archive.discard(base_dir, log_name)
         raise ClusterError(
             f"{what} failed (exit {proc.returncode}):\n    "
             f"{_process.log_excerpt(logfile) or _process.log_excerpt(out)}\n"
             f"Full log: {logfile}. Fix the cause, or start from scratch with "
             "`tfyarn cluster stop --wipe`."
         )
+    _daemon_archive.keep(base_dir, log_name)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import importlib.util
 import os
 import subprocess
@@ -33,9 +32,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from tfyarn.cluster import _hadoop
-
-ARCHIVE_DIR = "cds"
+from tfyarn.cluster import _cds, _hadoop
 
 
 def skein_jar() -> Path:
@@ -50,28 +47,20 @@ def archive_path(java_home: Path, hadoop_version: str) -> Path:
     """Where the archive for this JDK, skein and Hadoop line lives."""
     jar = skein_jar()
     stat = jar.stat() if jar.exists() else None
-    key = "\0".join(
-        [
-            str(java_home.resolve()),
-            _hadoop.java_release(java_home),
-            str(jar),
-            f"{stat.st_size}:{stat.st_mtime_ns}" if stat else "",
-            str(_hadoop.lib_dir(hadoop_version)),
-        ]
+    return _cds.archive_path(
+        "skein-driver",
+        str(java_home.resolve()),
+        _hadoop.java_release(java_home),
+        str(jar),
+        f"{stat.st_size}:{stat.st_mtime_ns}" if stat else "",
+        str(_hadoop.lib_dir(hadoop_version)),
     )
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return _hadoop.cache_root() / ARCHIVE_DIR / f"skein-driver-{digest}.jsa"
 
 
-def java_options(archive: Path) -> list[str]:
-    """The driver's JVM options that map ``archive`` when it is there."""
-    return [
-        f"-XX:SharedArchiveFile={archive}",
-        # A mismatch (another skein, another JDK) falls back to a plain
-        # start; it must not add a warning line to every command.
-        "-Xlog:cds=off",
-        "-Xlog:cds+dynamic=off",
-    ]
+def java_options(java_home: Path, archive: Path) -> list[str]:
+    """The driver's JVM options that map ``archive`` when it is there (none
+    on a JDK without dynamic archives)."""
+    return _cds.use_options(archive) if _cds.supported(java_home) else []
 
 
 def make(env: Mapping[str, str], archive: Path) -> bool:
@@ -97,7 +86,7 @@ def make(env: Mapping[str, str], archive: Path) -> bool:
         ]
         os.environ.update(env)  # skein reads the cluster's from here
         client = skein.Client(
-            java_options=[*options, f"-XX:ArchiveClassesAtExit={partial}"],
+            java_options=[*options, *_cds.dump_options(partial)],
             log=str(archive.with_suffix(".log")),
         )
         try:
@@ -112,10 +101,12 @@ def make(env: Mapping[str, str], archive: Path) -> bool:
         return True
 
 
-def start_making(base_dir: Path, env: Mapping[str, str], archive: Path) -> None:
+def start_making(
+    base_dir: Path, env: Mapping[str, str], java_home: Path, archive: Path
+) -> None:
     """Make the archive in a detached process with the cluster's ``env`` (a
     driver run and its dump take several seconds the start need not wait for)."""
-    if archive.exists():
+    if archive.exists() or not _cds.supported(java_home):
         return
     log = base_dir / "logs" / "skein-driver-archive.out"
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from tfyarn.cluster import _ha, _process
+from tfyarn.cluster import _daemon_archive, _ha, _process
 from tfyarn.cluster._settings import ClusterSettings
 from tfyarn.cluster._status import Instance
 from tfyarn.errors import ClusterError
@@ -216,6 +216,7 @@ def stop_gracefully(
                 f"{_process.log_file(base_dir, inst.key)}"
             )
         time.sleep(0.2)
+    _daemon_archive.keep(base_dir, inst.key)
     return pid
 
 

@@ -163,7 +163,11 @@ def resources_dir(version: str = DEFAULT_VERSION) -> Path:
 
 
 def daemon_classpath(conf_dir: Path, version: str = DEFAULT_VERSION) -> str:
-    return f"{conf_dir}:{resources_dir(version)}:{lib_dir(version)}/*"
+    """The jars first, the directories last: a class-data archive is checked
+    against the class path only up to the last jar it took a class from, so
+    one archive fits every cluster's configuration directory (no jar carries
+    a ``*-site.xml`` or ``log4j.properties`` that the directory's would lose to)."""
+    return f"{lib_dir(version)}/*:{resources_dir(version)}:{conf_dir}"
 
 
 def is_fetched(version: str = DEFAULT_VERSION) -> bool:

@@ -147,12 +147,14 @@ def java_command(
     module_flags: Sequence[str],
     log_name: str,
     args: Sequence[str] = (),
+    archive_options: Sequence[str] = (),
 ) -> list[str]:
     logs = base_dir / "logs"
     return [
         str(java_home / "bin" / "java"),
         f"-Xmx{heap}",
         *DAEMON_JVM_FLAGS,
+        *archive_options,
         *module_flags,
         home_marker(base_dir),
         f"-Dproc_{log_name}",

@@ -6,7 +6,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from tfyarn.cluster import _hosts, _lce, _process
+from tfyarn.cluster import _daemon_archive, _hosts, _lce, _process
 from tfyarn.cluster._secure import SecureCluster
 from tfyarn.cluster._settings import SETTINGS_FILE, ClusterSettings
 from tfyarn.cluster._status import Instance
@@ -37,7 +37,10 @@ def stop(
         # A secure NodeManager (no log aggregation) waits 17 s on its
         # pending log deletions before exiting: strays() gets its containers.
         slow = settings.secure and inst.daemon.name == "nodemanager"
-        _process.terminate([pid], grace=3 if slow else 20)
+        if _process.terminate([pid], grace=3 if slow else 20):
+            _daemon_archive.discard(base_dir, inst.key)  # killed: maybe half written
+        else:
+            _daemon_archive.keep(base_dir, inst.key)
         stopped.append(title)
         _process.pid_file(base_dir, inst.key).unlink(missing_ok=True)
     if settings.container_executor:

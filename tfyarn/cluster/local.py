@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tfyarn.cluster import (
+    _daemon_archive,
     _daemons,
     _driver_archive,
     _ha,
@@ -238,7 +239,7 @@ class LocalCluster(Rehearsals):
         if secure:  # Java ignores KRB5_CONFIG: the driver needs the flag
             flags += secure.java_flags()
         flags += _driver_archive.java_options(
-            _driver_archive.archive_path(java_home, version)
+            java_home, _driver_archive.archive_path(java_home, version)
         )
         return {
             "HADOOP_CONF_DIR": str(self.conf_dir),
@@ -413,6 +414,8 @@ class LocalCluster(Rehearsals):
         except BaseException:
             # Leave no half-started cluster behind: daemons, then the hosts.
             _process.terminate([p.pid for p in started.values()], grace=10)
+            for key in started:  # a start that failed is no daemon's whole life
+                _daemon_archive.discard(self.base_dir, key)
             if made_hosts:
                 _hosts.remove(self.base_dir, log=_quiet)
             if secure and not kdc_was_up:
@@ -423,6 +426,7 @@ class LocalCluster(Rehearsals):
         _driver_archive.start_making(
             self.base_dir,
             self.env_vars(),
+            java_home,
             _driver_archive.archive_path(java_home, settings.hadoop_version),
         )
         return self.status()
@@ -494,6 +498,13 @@ class LocalCluster(Rehearsals):
             module_flags=module_flags,
             log_name=inst.key,
             args=_ha.daemon_args(inst.daemon, conf),
+            archive_options=_daemon_archive.launch_options(
+                java_home,
+                self.settings().hadoop_version,
+                _daemon_archive.role_of(inst.daemon.main_class),
+                self.base_dir,
+                inst.key,
+            ),
         )
         if inst.host is None:
             env = _daemons.daemon_env(self.base_dir, java_home, module_flags)
