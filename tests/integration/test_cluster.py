@@ -32,6 +32,7 @@ from tfyarn.cluster import (
     _hadoop,
     _probe,
     _process,
+    _render,
 )
 from tfyarn.errors import ClusterError
 
@@ -343,6 +344,39 @@ def test_a_hadoop_jvm_keeps_its_classes_at_a_normal_exit_and_the_next_maps_them(
     assert second[0] == f"-XX:SharedArchiveFile={archive}"
     assert f"Hadoop {version}" in out
     assert "VersionInfo source: shared objects file (top)" in out, out[-2000:]
+
+
+def test_a_command_lines_first_run_keeps_its_classes_for_the_next(
+    local_cluster: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local ``yarn`` command with the real JDK: its first run of a class
+    leaves an archive, the next maps it and prints the same."""
+    java_home = _hadoop.find_java_home()
+    version = local_cluster.settings().hadoop_version
+    lib_dir = _hadoop.lib_dir(version)
+    monkeypatch.setenv("TFYARN_CACHE_DIR", str(tmp_path / "cache"))  # a fresh cache
+    bin_dir = _render.write_wrappers(
+        base_dir=tmp_path, java_home=java_home, lib_dir=lib_dir, module_flags=()
+    )
+    env = {**os.environ, "JAVA_HOME": str(java_home)}
+    env["HADOOP_CLIENT_OPTS"] = "-Xlog:class+load=info"  # where each class came from
+
+    def version_run() -> str:
+        done = subprocess.run(
+            [str(bin_dir / "yarn"), "version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+            env=env,
+        )
+        assert f"Hadoop {version}" in done.stdout
+        return done.stdout
+
+    assert "shared objects file (top)" not in version_run()
+    (archive,) = (tmp_path / "cache" / "cds").glob("VersionInfo-*.jsa")
+    assert "VersionInfo source: shared objects file (top)" in version_run()
+    assert archive.is_file()
 
 
 def test_the_running_daemons_map_their_archive_or_will_write_it(

@@ -285,14 +285,88 @@ def test_classpath_glob_spells_out_every_jar(
     ],
 )
 def test_wrappers_run_hadoops_own_classes(
-    bin_dir: Path, argv: tuple[str, ...], main_class: str, args: list[str]
+    bin_dir: Path,
+    lib_dir: Path,
+    argv: tuple[str, ...],
+    main_class: str,
+    args: list[str],
 ) -> None:
     proc = run_wrapper(bin_dir, *argv)
     assert proc.returncode == 0, proc.stderr
     printed = proc.stdout.splitlines()
     position = printed.index(main_class)
     assert printed[position + 1 :] == args
-    assert printed[printed.index("-cp") + 1].endswith("/lib/*")
+    # The jars first, the configuration last: a class-data archive never checks it.
+    assert printed[printed.index("-cp") + 1] == f"{lib_dir}/*:{bin_dir.parent / 'conf'}"
+
+
+# A JDK 17 whose java prints its arguments, writes the file it is asked to
+# archive its classes to (as a JVM does at exit), echoes its standard input
+# when asked, and exits with $FAKE_EXIT.
+ARCHIVING_JAVA = """#!/bin/sh
+for arg in "$@"; do
+  echo "$arg"
+  case "$arg" in -XX:ArchiveClassesAtExit=*) echo classes > "${arg#*=}" ;; esac
+done
+[ "$FAKE_STDIN" = 1 ] && cat
+exit "${FAKE_EXIT:-0}"
+"""
+
+
+@pytest.fixture
+def archiving_bin(
+    tmp_path: Path, lib_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path]:
+    """Wrappers on a JDK 17, and the directory their archives go to."""
+    home = tmp_path / "jdk17"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "java").write_text(ARCHIVING_JAVA)
+    (home / "bin" / "java").chmod(0o755)
+    (home / "release").write_text('JAVA_VERSION="17.0.15"\n')
+    monkeypatch.setenv("JAVA_HOME", str(home.resolve()))
+    monkeypatch.setenv("TFYARN_CACHE_DIR", str(tmp_path / "cache"))
+    bin_dir = write_wrappers(
+        base_dir=tmp_path, java_home=home, lib_dir=lib_dir, module_flags=()
+    )
+    return bin_dir, tmp_path / "cache" / "cds"
+
+
+def test_a_commands_first_run_keeps_its_classes_and_later_runs_map_them(
+    archiving_bin: tuple[Path, Path],
+) -> None:
+    bin_dir, cds = archiving_bin
+    first = run_wrapper(bin_dir, "yarn", "logs", "-applicationId", "a")
+    assert first.returncode == 0, first.stderr
+    (archive,) = cds.glob("LogsCLI-*.jsa")
+    assert archive.read_text() == "classes\n" and not list(cds.glob("*.tmp"))
+    assert any(a.startswith("-XX:ArchiveClassesAtExit=") for a in first.stdout.split())
+    second = run_wrapper(bin_dir, "yarn", "logs", "-applicationId", "a")
+    printed = second.stdout.splitlines()
+    assert f"-XX:SharedArchiveFile={archive}" in printed
+    assert "-Xlog:cds=off" in printed
+    # The options before the class, Hadoop's arguments after it, unchanged.
+    position = printed.index("org.apache.hadoop.yarn.client.cli.LogsCLI")
+    assert printed.index(f"-XX:SharedArchiveFile={archive}") < position
+    assert printed[position + 1 :] == ["-applicationId", "a"]
+
+
+def test_a_failed_first_run_keeps_nothing_and_its_exit_and_input_pass_through(
+    archiving_bin: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir, cds = archiving_bin
+    monkeypatch.setenv("FAKE_EXIT", "3")
+    monkeypatch.setenv("FAKE_STDIN", "1")
+    done = subprocess.run(
+        [str(bin_dir / "hdfs"), "dfs", "-put", "-", "/x"],
+        input="from stdin\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert done.stdout.endswith("from stdin\n")  # the command read its input
+    assert not list(cds.glob("*"))  # a run that failed may have written half
 
 
 def test_wrapper_rejects_an_unknown_command(bin_dir: Path) -> None:

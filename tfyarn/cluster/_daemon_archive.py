@@ -34,11 +34,13 @@ from tfyarn.cluster import _cds, _hadoop
 def archive_path(java_home: Path, hadoop_version: str, role: str) -> Path:
     """The archive of ``role`` (a main class's simple name, or a one-shot
     command's name) for this JDK and Hadoop line."""
+    return lib_archive_path(java_home, _hadoop.lib_dir(hadoop_version), role)
+
+
+def lib_archive_path(java_home: Path, lib_dir: Path, role: str) -> Path:
+    """The same, for the Hadoop line whose jars are in ``lib_dir``."""
     return _cds.archive_path(
-        role,
-        str(java_home.resolve()),
-        _hadoop.java_release(java_home),
-        str(_hadoop.lib_dir(hadoop_version)),
+        role, str(java_home.resolve()), _hadoop.java_release(java_home), str(lib_dir)
     )
 
 
