@@ -5,6 +5,8 @@ runs the real JVM through the same cycle)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -107,3 +109,21 @@ def test_files_left_by_daemons_that_ended_without_a_stop_are_swept(
     os.utime(old, (an_hour_ago, an_hour_ago))
     _daemon_archive.launch_options(home, "3.4.3", "NodeManager", tmp_path, "nm")
     assert not old.exists() and fresh.exists()
+
+
+def test_a_stop_knows_which_daemon_still_has_its_archive_to_write(
+    tmp_path: Path,
+) -> None:
+    code = "import time; time.sleep(60)"
+    writing = subprocess.Popen(
+        [sys.executable, "-c", code, "-XX:ArchiveClassesAtExit=/x"]
+    )
+    mapping = subprocess.Popen([sys.executable, "-c", code, "-XX:SharedArchiveFile=/x"])
+    try:
+        assert _daemon_archive.writes_at_exit(writing.pid)
+        assert not _daemon_archive.writes_at_exit(mapping.pid)
+    finally:
+        for proc in (writing, mapping):
+            proc.kill()
+            proc.wait()
+    assert not _daemon_archive.writes_at_exit(writing.pid)  # gone

@@ -206,13 +206,16 @@ def stop_gracefully(
     if pid is None:
         raise ClusterError(f"the {inst.daemon.title} is not running")
     log(f"Stopping the {inst.daemon.title} (pid {pid}, SIGTERM) ...")
+    wait = STOP_WAIT_S
+    if _daemon_archive.writes_at_exit(pid):
+        wait += _daemon_archive.DUMP_GRACE_S
     _process._signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_WAIT_S
+    deadline = time.monotonic() + wait
     while not _process.is_gone(pid):
         if time.monotonic() > deadline:
             raise ClusterError(
                 f"the {inst.daemon.title} (pid {pid}) did not stop within "
-                f"{STOP_WAIT_S:.0f} s of SIGTERM; see "
+                f"{wait:.0f} s of SIGTERM; see "
                 f"{_process.log_file(base_dir, inst.key)}"
             )
         time.sleep(0.2)
