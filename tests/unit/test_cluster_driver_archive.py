@@ -4,6 +4,7 @@ and named in the driver's options whether it exists yet or not."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,27 @@ def test_the_options_map_the_archive_and_silence_a_mismatch(
     options = _driver_archive.java_options(java_home, archive)
     assert options[0] == f"-XX:SharedArchiveFile={archive}"
     assert "-Xlog:cds=off" in options and "-Xlog:cds+dynamic=off" in options
+
+
+def test_archives_of_skein_jars_that_are_gone_are_pruned(tmp_path: Path) -> None:
+    def made(name: str, jar: Path | None, age_s: float = 0.0) -> Path:
+        archive = tmp_path / f"skein-driver-{name}.jsa"
+        archive.write_bytes(b"classes")
+        archive.with_suffix(".log").write_text("log")
+        if jar is not None:
+            archive.with_suffix(_driver_archive.SOURCE).write_text(f"{jar}\n")
+        then = time.time() - age_s
+        os.utime(archive, (then, then))
+        return archive
+
+    live_jar = tmp_path / "venv-a" / "skein.jar"
+    live_jar.parent.mkdir()
+    live_jar.write_bytes(b"jar")
+    live = made("a", live_jar)
+    gone = made("b", tmp_path / "venv-b" / "skein.jar")  # its venv deleted
+    old_unnamed = made("c", None, age_s=3 * 24 * 3600)
+    new_unnamed = made("d", None)
+    assert sorted(_driver_archive.prune(tmp_path)) == sorted([gone, old_unnamed])
+    assert live.exists() and new_unnamed.exists()
+    assert not gone.exists() and not gone.with_suffix(".log").exists()
+    assert not gone.with_suffix(_driver_archive.SOURCE).exists()

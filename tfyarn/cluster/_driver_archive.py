@@ -29,6 +29,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -98,7 +99,36 @@ def make(env: Mapping[str, str], archive: Path) -> bool:
                 partial.unlink()
             return False
         os.replace(partial, archive)  # whole or not at all, for JVMs starting
-        return True
+        archive.with_suffix(SOURCE).write_text(f"{skein_jar()}\n")
+    prune(archive.parent)
+    return True
+
+
+# Beside each archive, the skein jar it was made from. Every new virtualenv
+# (a fresh checkout, each CI run) has a skein jar of its own and so an
+# archive of its own, 30-40 MB: one whose jar is gone is deleted.
+SOURCE = ".source"
+# An archive made before its jar was written beside it is kept this long.
+UNNAMED_KEEP_S = 2 * 24 * 3600.0
+
+
+def prune(directory: Path) -> list[Path]:
+    """Delete the driver archives (and their lock, log and source files)
+    whose skein jar no longer exists; returns the archives deleted."""
+    gone = []
+    now = time.time()
+    for archive in directory.glob("skein-driver-*.jsa"):
+        source = archive.with_suffix(SOURCE)
+        with contextlib.suppress(OSError):
+            if source.is_file():
+                stale = not Path(source.read_text().strip()).is_file()
+            else:
+                stale = now - archive.stat().st_mtime > UNNAMED_KEEP_S
+            if stale:
+                for suffix in (".jsa", ".lock", ".log", SOURCE):
+                    archive.with_suffix(suffix).unlink(missing_ok=True)
+                gone.append(archive)
+    return gone
 
 
 def start_making(
