@@ -122,6 +122,9 @@ def test_a_stop_knows_which_daemon_still_has_its_archive_to_write(
     try:
         assert _daemon_archive.writes_at_exit(writing.pid)
         assert not _daemon_archive.writes_at_exit(mapping.pid)
+        more = 20.0 + _daemon_archive.DUMP_GRACE_S
+        assert _daemon_archive.stop_grace(writing.pid, 20.0) == more
+        assert _daemon_archive.stop_grace(mapping.pid, 20.0) == 20.0
     finally:
         for proc in (writing, mapping):
             proc.kill()

@@ -37,10 +37,15 @@ def supported(java_home: Path) -> bool:
     return match is not None and int(match.group(1)) >= FIRST_RELEASE
 
 
+def archive_dir() -> Path:
+    """``<cache>/cds``: every archive, and the files being written."""
+    return _hadoop.cache_root() / ARCHIVE_DIR
+
+
 def archive_path(name: str, *key: str) -> Path:
     """``<cache>/cds/<name>-<digest of key>.jsa``."""
     digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:16]
-    return _hadoop.cache_root() / ARCHIVE_DIR / f"{name}-{digest}.jsa"
+    return archive_dir() / f"{name}-{digest}.jsa"
 
 
 def use_options(archive: Path) -> list[str]:

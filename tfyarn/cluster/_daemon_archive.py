@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from tfyarn.cluster import _cds, _hadoop
+from tfyarn.contract import local_cluster
 
 
 def archive_path(java_home: Path, hadoop_version: str, role: str) -> Path:
@@ -86,11 +87,16 @@ DUMP_GRACE_S = 60.0
 
 def writes_at_exit(pid: int) -> bool:
     """Whether the JVM ``pid`` writes an archive as it exits."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"-XX:ArchiveClassesAtExit=" in command
+    return any(
+        arg.startswith("-XX:ArchiveClassesAtExit=")
+        for arg in local_cluster.command_line(pid)
+    )
+
+
+def stop_grace(pid: int, grace: float) -> float:
+    """How long to wait for daemon ``pid`` after SIGTERM, given the ``grace``
+    it needs without an archive to write."""
+    return grace + DUMP_GRACE_S if writes_at_exit(pid) else grace
 
 
 def keep(base_dir: Path, key: str) -> bool:
@@ -129,5 +135,4 @@ def _sweep(directory: Path) -> None:
 
 
 def _pendings(base_dir: Path, key: str) -> list[Path]:
-    directory = _hadoop.cache_root() / _cds.ARCHIVE_DIR
-    return sorted(directory.glob(f"*.{_token(base_dir, key)}.tmp"))
+    return sorted(_cds.archive_dir().glob(f"*.{_token(base_dir, key)}.tmp"))

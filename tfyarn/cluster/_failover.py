@@ -206,9 +206,7 @@ def stop_gracefully(
     if pid is None:
         raise ClusterError(f"the {inst.daemon.title} is not running")
     log(f"Stopping the {inst.daemon.title} (pid {pid}, SIGTERM) ...")
-    wait = STOP_WAIT_S
-    if _daemon_archive.writes_at_exit(pid):
-        wait += _daemon_archive.DUMP_GRACE_S
+    wait = _daemon_archive.stop_grace(pid, STOP_WAIT_S)
     _process._signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait
     while not _process.is_gone(pid):

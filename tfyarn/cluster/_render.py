@@ -268,10 +268,12 @@ def _archive_lines(java_home: Path, lib_dir: Path, java: str) -> str:
     is the script's child rather than its replacement: signals are passed
     on, and its standard input is the script's."""
     q = shlex.quote
-    sample = _daemon_archive.lib_archive_path(java_home, lib_dir, "X")
+    tail = _daemon_archive.lib_archive_path(
+        java_home, lib_dir, role=""
+    )  # -<digest>.jsa
     quiet = " ".join(_cds.QUIET)
     return f"""if [ "$JAVA_HOME" = {q(str(java_home))} ]; then
-  ARCHIVE={q(str(sample.parent))}/"${{CLASS##*.}}"{q(sample.name[1:])}
+  ARCHIVE={q(str(tail.parent))}/"${{CLASS##*.}}"{q(tail.name)}
   if [ -f "$ARCHIVE" ]; then
     set -- -XX:SharedArchiveFile="$ARCHIVE" {quiet} "$@"
   elif mkdir -p "${{ARCHIVE%/*}}" 2>/dev/null && [ -w "${{ARCHIVE%/*}}" ]; then

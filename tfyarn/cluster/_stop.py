@@ -37,9 +37,7 @@ def stop(
         # A secure NodeManager (no log aggregation) waits 17 s on its
         # pending log deletions before exiting: strays() gets its containers.
         slow = settings.secure and inst.daemon.name == "nodemanager"
-        grace = 3.0 if slow else 20.0
-        if _daemon_archive.writes_at_exit(pid):  # once per daemon, JDK and line
-            grace += _daemon_archive.DUMP_GRACE_S
+        grace = _daemon_archive.stop_grace(pid, 3.0 if slow else 20.0)
         if _process.terminate([pid], grace=grace):
             _daemon_archive.discard(base_dir, inst.key)  # killed: maybe half written
         else:
