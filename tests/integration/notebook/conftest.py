@@ -72,6 +72,10 @@ class _Server:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                # Tracking alone: MLflow 3's server also starts a job runner
+                # (a huey consumer polling its queue: half a CPU-minute in a
+                # test run) for features these tests do not use.
+                env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
             )
 
     def wait_up(self) -> None:
