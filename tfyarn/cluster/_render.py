@@ -31,7 +31,12 @@ TEMPLATES = (
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 # Flags that make short-lived JVMs (command lines) start faster and smaller.
-CLI_JVM_FLAGS = ("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+CLI_JVM_FLAGS = (
+    "-Xmx512m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",  # as the daemons (_process.DAEMON_JVM_FLAGS)
+)
 
 
 def template_dir() -> Path:
