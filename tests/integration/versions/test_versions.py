@@ -143,7 +143,13 @@ def _wait_for_workers(job: Job, workers: int, timeout: float = 180) -> int:
             ):
                 return lead.step
         time.sleep(1)
-    raise AssertionError(f"{job.app_id} never ran with {workers} workers")
+    status = client.status(job.app_id, client=job.yarn)
+    tasks = status.master.tasks if status.master else []
+    raise AssertionError(
+        f"{job.app_id} never ran with {workers} workers in {timeout:.0f} s: "
+        f"{status.state}, phase {status.master.phase if status.master else None}, "
+        + ", ".join(f"{t.task} {t.state.value}" for t in tasks)
+    )
 
 
 @pytest.mark.slow
@@ -186,6 +192,13 @@ def test_a_job_is_scaled_then_stopped_gracefully(
         final = job.wait_for_end(timeout=180)
         assert final.outcome == "KILLED", final.diagnostics
         text = job.logs("worker:0")
+    except BaseException:
+        # What the master saw and each task said: the failure's evidence is
+        # gone with the cluster's wipe at the session's end.
+        print("\n".join(job.events))
+        said = run_cli("logs", job.app_id, timeout=120)
+        print(said.stdout[-6000:], said.stderr[-2000:])
+        raise
     finally:
         if not client.status(job.app_id, client=yarn).done:
             client.kill(job.app_id, client=yarn)
