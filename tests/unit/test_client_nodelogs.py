@@ -97,6 +97,40 @@ def test_without_aggregation_every_container_is_found_and_labelled(
     assert other.requests == [f"/ws/v1/node/apps/{APP}"]  # asked once, then skipped
 
 
+def test_containers_of_a_resourcemanager_that_took_over_are_found(
+    nm: FakeNodeManager,
+) -> None:
+    """After a failover with recovery the ResourceManager names containers
+    with its epoch: a second attempt's master and tasks, both epochs."""
+    am1, am2 = AM, "container_e02_1700000000000_0007_02_000001"
+    c4 = "container_e02_1700000000000_0007_02_000004"
+    nm.write(am1, "application.master.log", b"INFO Starting " + C2.encode() + b"\n")
+    nm.write(am2, "application.master.log", b"INFO Starting " + c4.encode() + b"\n")
+    nm.write(C2, "worker.log", b"x worker:0 attempt 0 holds h:1\nfirst\n")
+    nm.write(c4, "worker.log", b"x worker:0 attempt 1 holds h:2\nsecond\n")
+    found = nodelogs.containers(APP, [nm.address])
+    assert [c for c, _, _ in found] == [am1, C2, am2, c4]
+
+
+def test_a_container_listed_without_files_is_not_held(
+    nm: FakeNodeManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hadoop 3.1's NodeManager lists an empty directory for any container id
+    of an application it knows, not 404."""
+    _job_on(nm)
+    real = nmweb.log_files
+
+    def empty_for_unknown(node: str, container: str) -> dict[str, int]:
+        try:
+            return real(node, container)
+        except nmweb.NotOnNode:
+            return {}
+
+    monkeypatch.setattr(nmweb, "log_files", empty_for_unknown)
+    found = nodelogs.containers(APP, [nm.address])
+    assert [c for c, _, _ in found] == [AM, C2, C3]
+
+
 def test_logs_falls_back_to_the_nodes_when_yarn_logs_finds_none(
     nm: FakeNodeManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:

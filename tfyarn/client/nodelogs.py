@@ -33,12 +33,27 @@ _STARTING = re.compile(r"\bStarting (container_\w+)")
 AM_LOG = "application.master.log"
 # A job with more master attempts than this is not a tfyarn job (max 2 by default).
 MAX_ATTEMPTS = 10
+# The highest ResourceManager epoch (restarts and failovers with recovery)
+# tried for a master container's id.
+MAX_EPOCH = 32
 
 
-def container_id(app_id: str, attempt: int, number: int) -> str:
-    """``application_<ts>_<seq>`` -> ``container_<ts>_<seq>_<attempt:02>_<number:06>``."""
+def container_id(app_id: str, attempt: int, number: int, epoch: int = 0) -> str:
+    """``application_<ts>_<seq>`` -> ``container_[e<epoch>_]<ts>_<seq>_<attempt>_<number>``.
+
+    A ResourceManager that restarted or took over with its state recovered
+    counts an epoch, and names the containers it grants with it.
+
+    Examples
+    --------
+    >>> container_id("application_1700000000000_0007", 1, 1)
+    'container_1700000000000_0007_01_000001'
+    >>> container_id("application_1700000000000_0007", 2, 1, epoch=1)
+    'container_e01_1700000000000_0007_02_000001'
+    """
     _, ts, seq = app_id.split("_")
-    return f"container_{ts}_{seq}_{attempt:02d}_{number:06d}"
+    mark = f"e{epoch:02d}_" if epoch else ""
+    return f"container_{mark}{ts}_{seq}_{attempt:02d}_{number:06d}"
 
 
 def node_addresses(yarn: Any) -> list[str]:
@@ -54,12 +69,19 @@ def node_addresses(yarn: Any) -> list[str]:
 def find_node(
     container: str, nodes: Sequence[str]
 ) -> tuple[str, dict[str, int]] | None:
-    """(node, its files) of the first node holding ``container``."""
+    """(node, its files) of the first node holding ``container``.
+
+    A NodeManager asked for a container of an application it knows but never
+    ran lists no files (Hadoop 3.1, not an error): not held either. Every
+    container it ran has some (``launch_container.sh`` at least).
+    """
     for node in nodes:
         try:
-            return node, nmweb.log_files(node, container)
+            files = nmweb.log_files(node, container)
         except nmweb.NotOnNode:
             continue
+        if files:
+            return node, files
     return None
 
 
@@ -69,11 +91,12 @@ def containers(
     """(container, node, files) of every container of the application the
     nodes still hold: each master attempt's, then the ones it started."""
     found: dict[str, tuple[str, dict[str, int]]] = {}
+    epoch = 0
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        am = container_id(app_id, attempt, 1)
-        where = find_node(am, nodes)
-        if where is None:
+        located = _find_master(app_id, attempt, nodes, epoch)
+        if located is None:
             break
+        am, epoch, where = located
         found[am] = where
         node, files = where
         if AM_LOG not in files:
@@ -85,6 +108,22 @@ def containers(
                 if hit is not None:
                     found[cid] = hit
     return [(c, n, f) for c, (n, f) in found.items()]
+
+
+def _find_master(
+    app_id: str, attempt: int, nodes: Sequence[str], since_epoch: int
+) -> tuple[str, int, tuple[str, dict[str, int]]] | None:
+    """(container, epoch, (node, files)) of the attempt's master container.
+
+    Its id is not known, only guessed: the epoch is tried from the earlier
+    attempt's up (epochs only grow), to ``MAX_EPOCH``.
+    """
+    for epoch in range(since_epoch, MAX_EPOCH + 1):
+        am = container_id(app_id, attempt, 1, epoch)
+        where = find_node(am, nodes)
+        if where is not None:
+            return am, epoch, where
+    return None
 
 
 def yarn_logs_text(app_id: str, yarn: Any) -> str:

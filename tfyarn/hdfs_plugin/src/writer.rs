@@ -19,6 +19,9 @@
 //! new create), create, write the bytes again. TensorFlow's small files
 //! (checkpoint index and state, the `checkpoint` file, summaries' first
 //! bytes) survive a failover this way; a file beyond KEEP fails as before.
+//! So does a file whose addBlock or complete the NameNode answered with
+//! `RetriableException` (`lost_call.rs`); a create so answered is sent again
+//! on a single NameNode too.
 
 use std::sync::{Arc, Mutex};
 
@@ -29,7 +32,7 @@ use hdfs_native::{Client, WriteOptions};
 use crate::client::{block_on, on_name_service};
 use crate::errors::{TfError, TfResult};
 use crate::ffi::Code;
-use crate::lost_call::{lost_mid_call, settle, AGAIN};
+use crate::lost_call::{asked_again, lost_mid_call, settle, AGAIN, ASKED_AGAIN};
 use crate::uri::Uri;
 
 /// Appends are gathered up to this size before they go to the client: TF
@@ -57,13 +60,20 @@ impl Writer {
     /// A new (or truncated) file.
     pub fn create(client: &Arc<Client>, uri: &Uri) -> TfResult<Writer> {
         let keep = on_name_service(uri);
-        let inner = match open_new(client, uri) {
-            Err(e) if keep && lost_mid_call(&e) => {
-                settle();
-                let _ = block_on("delete", uri, client.delete(&uri.path, false));
-                open_new(client, uri)?
+        let mut asked = 0;
+        let inner = loop {
+            match open_new(client, uri) {
+                Err(e) if keep && lost_mid_call(&e) => {
+                    settle();
+                    let _ = block_on("delete", uri, client.delete(&uri.path, false));
+                    break open_new(client, uri)?;
+                }
+                Err(e) if asked_again(&e) && asked < ASKED_AGAIN => {
+                    asked += 1;
+                    settle();
+                }
+                other => break other?,
             }
-            other => other?,
         };
         let writer = Writer::new(client, uri, inner, 0);
         if keep {
@@ -134,7 +144,8 @@ impl Writer {
     /// After `e`, write the file anew from the kept bytes (see the module's
     /// docs); `e` itself when that is not possible.
     fn rewrite(&self, st: &mut State, e: TfError) -> TfResult<()> {
-        if !lost_mid_call(&e) || st.rewrites >= AGAIN {
+        let again = if asked_again(&e) { ASKED_AGAIN } else { AGAIN };
+        if !(lost_mid_call(&e) || asked_again(&e)) || st.rewrites >= again {
             return Err(e);
         }
         let Some(kept) = st.kept.clone() else { return Err(e) };
