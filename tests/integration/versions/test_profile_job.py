@@ -9,12 +9,10 @@ of the active NameNode and a ResourceManager failover, then the end of the
 submission's HDFS tokens (the cluster's ``--token_lifetime``): the workers
 go on with the tokens the master fetched afresh with the keytab.
 
-Not in this order: fresh tokens a few seconds before the crash. Then the
-NameNode that took over answered a write with ``RetriableException:
-InvalidToken ... can't be found in cache`` and the ``hdfs://`` plugin
-failed the checkpoint instead of retrying (Hadoop's Java client retries a
-RetriableException): the task exited and the job restarted (3.1.1, seen
-once; not yet handled). The job SUCCEEDS, no task restarted (one
+A NameNode of 3.1.1 may answer a write ``RetriableException: InvalidToken
+... can't be found in cache`` (fresh tokens a few seconds before the crash,
+or the submission's at the first checkpoint): the ``hdfs://`` plugin sends
+it again, as Hadoop's Java client does. The job SUCCEEDS, no task restarted (one
 application attempt, the very same processes), the master refreshed its
 tokens, and ``tfyarn logs`` shows every task's output.
 
