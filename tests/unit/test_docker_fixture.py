@@ -3,21 +3,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
+import _by_path
 import pytest
 
 CONFTEST = Path(__file__).parents[1] / "integration" / "docker" / "conftest.py"
 
 
 def _conftest() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docker_conftest", CONFTEST)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _by_path.load("docker_conftest", CONFTEST)
 
 
 def test_a_command_in_sbin_is_found_without_sbin_on_path(

@@ -3,24 +3,20 @@ venv, repointed without touching the cache, and named by what pyproject asks."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
+import _by_path
 import pytest
 
 SCRIPT = Path(__file__).parents[1] / "venv.py"
 
 
 def _venv_py() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tests_venv", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _by_path.load("tests_venv", SCRIPT)
 
 
 def _fake_venv(root: Path) -> Path:
