@@ -8,10 +8,29 @@ from typing import Any
 
 import pytest
 
-from tfyarn.data.fs import lost_calls
-from tfyarn.data.fs.lost_calls import AGAIN, SEND_AGAIN, KeptBytes, made_good
+from tfyarn.data.fs import HdfsFileSystem, lost_calls
+from tfyarn.data.fs.lost_calls import (
+    AGAIN,
+    ASKED_AGAIN,
+    SEND_AGAIN,
+    KeptBytes,
+    made_good,
+    resent_when_asked,
+)
 
 LOST = OSError("RPC listener disconnected")
+# What hdfs-native 0.14 raises when a NameNode still taking over is asked for a
+# delegation token it has not loaded yet (seen on 3.1.1, the plugin's twin).
+ASKED = RuntimeError(
+    'RPCError("org.apache.hadoop.ipc.RetriableException", '
+    '"org.apache.hadoop.security.token.SecretManager$InvalidToken: token '
+    "(HDFS_DELEGATION_TOKEN token 7 for alice) can't be found in cache\\n"
+    '\\tat org.apache.hadoop.ipc.Server$Handler.run(Server.java:2678)\\n")'
+)
+STANDBY = RuntimeError(
+    'RPCError("org.apache.hadoop.ipc.StandbyException", "Operation category READ '
+    'is not supported in state standby")'
+)
 
 
 def no_sleep(_: float) -> None:
@@ -157,3 +176,81 @@ def test_a_file_lost_again_and_again_fails_after_the_last_rewrite() -> None:
     with pytest.raises(OSError, match="listener"):
         out.close()
     assert client.creates == 1 + AGAIN
+
+
+def test_a_call_the_namenode_asks_again_for_is_sent_again_a_second_later() -> None:
+    call = Calls(ASKED, ASKED)
+    slept: list[float] = []
+    assert resent_when_asked(call, sleep=slept.append) == "done"
+    assert call.count == 3 and slept == [lost_calls.SETTLE_S] * 2
+
+
+def test_a_call_asked_again_every_time_fails_after_the_last_try() -> None:
+    call = Calls(*[ASKED] * (ASKED_AGAIN + 2))
+    with pytest.raises(RuntimeError, match="RetriableException"):
+        resent_when_asked(call, sleep=no_sleep)
+    assert call.count == 1 + ASKED_AGAIN
+
+
+@pytest.mark.parametrize("error", [STANDBY, LOST, FileNotFoundError("/x")])
+def test_other_refusals_are_not_sent_again(error: BaseException) -> None:
+    call = Calls(error)
+    with pytest.raises(type(error)):
+        resent_when_asked(call, sleep=no_sleep)
+    assert call.count == 1
+
+
+@pytest.mark.parametrize("where", ["write", "close"])
+def test_a_new_files_block_or_close_asked_again_is_written_anew(where: str) -> None:
+    client = FakeClient(*[(where, ASKED)] * 3)
+    out = KeptBytes(True, client.create, client.delete, sleep=no_sleep)
+    out.write(b"abc")
+    out.write(b"def")
+    out.close()
+    assert client.store["f"] == b"abcdef"
+    assert (client.creates, client.deletes) == (4, 3)
+
+
+def test_a_file_asked_again_past_the_limit_fails() -> None:
+    client = FakeClient(*[("close", ASKED)] * (ASKED_AGAIN + 1))
+    out = KeptBytes(True, client.create, client.delete, sleep=no_sleep)
+    out.write(b"abc")
+    with pytest.raises(RuntimeError, match="RetriableException"):
+        out.close()
+    assert client.creates == 1 + ASKED_AGAIN
+
+
+def test_a_refused_close_is_not_written_anew() -> None:
+    client = FakeClient(("close", STANDBY))
+    out = KeptBytes(True, client.create, client.delete, sleep=no_sleep)
+    out.write(b"abc")
+    with pytest.raises(RuntimeError, match="StandbyException"):
+        out.close()
+    assert client.creates == 1
+
+
+class AskingClient:
+    """hdfs-native's client whose NameNode asks twice before each answer."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def get_file_info(self, path: str) -> Any:
+        self.asked += 1
+        if self.asked % 3:
+            raise ASKED
+
+        class Status:
+            length, isdir = 5, False
+
+        return Status()
+
+
+def test_every_namespace_call_of_tfyarn_data_is_sent_again_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lost_calls, "SETTLE_S", 0.0)
+    fs = HdfsFileSystem("hdfs", "nn.example:8020", timeout=10)
+    fs._client = client = AskingClient()
+    assert fs.info("hdfs://nn.example:8020/f").size == 5
+    assert client.asked == 3

@@ -268,22 +268,34 @@ def conf_errors() -> Iterator[None]:
 _RPC_ERROR = re.compile(r'^RPCError\("([\w.$]+)", "(.*)', re.DOTALL)
 
 
-def _first_line(exc: BaseException) -> str:
-    """The message of a client error without the server's stack trace.
+def rpc_error(exc: BaseException) -> tuple[str, str] | None:
+    """The Java class and message of a NameNode's refusal, or None.
 
-    hdfs-native reports NameNode errors as ``RPCError("<java class>",
-    "<message>\\n\\tat ...")`` (the repr, escapes and all): keep the class's
-    short name and the message's first line.
+    hdfs-native 0.14 raises them as ``RuntimeError('RPCError("<java class>",
+    "<message>\\n\\tat ...")')`` (the repr, escapes and all); some builds
+    give the class and message as two arguments.
+
+    Examples
+    --------
+    >>> rpc_error(RuntimeError('RPCError("org.apache.hadoop.ipc.StandbyException", "no")'))
+    ('org.apache.hadoop.ipc.StandbyException', 'no')
+    >>> rpc_error(OSError("RPC listener disconnected")) is None
+    True
     """
     args = [a for a in exc.args if isinstance(a, str)]
     if len(args) >= 2 and args[0].startswith(("org.", "java.")):
-        java_class, message = args[0], args[1]
-    else:
-        text = str(exc).strip()
-        m = _RPC_ERROR.match(text)
-        if m is None:
-            return text.split("\n", 1)[0].strip()
-        java_class, message = m.group(1), m.group(2).replace('\\"', '"')
+        return args[0], args[1]
+    m = _RPC_ERROR.match(str(exc).strip())
+    return None if m is None else (m.group(1), m.group(2).removesuffix('")'))
+
+
+def _first_line(exc: BaseException) -> str:
+    """The message of a client error without the server's stack trace: the
+    Java class's short name and the message's first line."""
+    found = rpc_error(exc)
+    if found is None:
+        return str(exc).strip().split("\n", 1)[0].strip()
+    java_class, message = found[0], found[1].replace('\\"', '"')
     message = message.replace("\\n", "\n").strip().split("\n", 1)[0].strip()
     return f"{java_class.rsplit('.', 1)[-1]}: {message}"
 

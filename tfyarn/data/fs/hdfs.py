@@ -132,12 +132,15 @@ class HdfsFileSystem(FileSystem):
         return parsed.path or "/"
 
     def _call(self, op: str, url: str, fn: Callable[[Any], T]) -> T:
-        """Run one client call with a deadline, mapping errors to HdfsError."""
+        """Run one client call with a deadline, mapping errors to HdfsError;
+        sent again while the NameNode answers ``RetriableException``."""
         if self._client is None:
             self._require_credentials(op, url)
         client = self._get_client()
         try:
-            return _deadline.RUNNER.run(lambda: fn(client), self.timeout)
+            return _deadline.RUNNER.run(
+                lambda: _lost.resent_when_asked(lambda: fn(client)), self.timeout
+            )
         except _deadline.DeadlineError as exc:
             raise NameNodeUnreachableError(
                 f"HDFS {op} of {url} did not answer within {self.timeout:g} s"

@@ -22,6 +22,13 @@ call good by what the namespace shows once the other NameNode has taken over:
 
 The TensorFlow plugin does the same (``tfyarn/hdfs_plugin/src/lost_call.rs``).
 An append, or a file beyond KEEP, lost mid-call still fails.
+
+A call the NameNode answers with ``RetriableException`` applied nothing and
+is sent again after a second, up to :data:`ASKED_AGAIN` times, as Hadoop's
+Java client does (:func:`resent_when_asked`; a new file's writer writes it
+anew): a NameNode still taking over answers so for a delegation token it has
+not loaded yet (``InvalidToken ... can't be found in cache``), as does one
+still starting or in its start-up safe mode.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
+
+from tfyarn.data.fs.errors import rpc_error
 
 T = TypeVar("T")
 
@@ -39,6 +48,10 @@ AGAIN: Final = 2
 SETTLE_S: Final = 1.0
 #: The most a new file's writer keeps to write it again after a failover.
 KEEP: Final = 64 << 20
+#: Times a call the NameNode asked to be sent again is sent again.
+ASKED_AGAIN: Final = 8
+
+_RETRIABLE = "org.apache.hadoop.ipc.RetriableException"
 
 # What a NameNode answered (the call was refused, not lost).
 _ANSWERS = (
@@ -80,6 +93,39 @@ def lost_mid_call(exc: BaseException) -> bool:
     if not isinstance(exc, OSError) or isinstance(exc, _ANSWERS):
         return False
     return "refused" not in str(exc).lower()
+
+
+def asked_again(exc: BaseException) -> bool:
+    """Whether the NameNode answered ``RetriableException``: nothing was
+    applied, and it asks for the call again.
+
+    Examples
+    --------
+    >>> asked_again(RuntimeError(
+    ...     'RPCError("org.apache.hadoop.ipc.RetriableException", "InvalidToken")'))
+    True
+    >>> asked_again(RuntimeError('RPCError("org.apache.hadoop.ipc.StandbyException", "")'))
+    False
+    >>> asked_again(OSError("RPC listener disconnected"))
+    False
+    """
+    found = rpc_error(exc)
+    return found is not None and found[0] == _RETRIABLE
+
+
+def resent_when_asked(
+    call: Callable[[], T], *, sleep: Callable[[float], Any] = time.sleep
+) -> T:
+    """``call``, sent again a second after each ``RetriableException``, up to
+    :data:`ASKED_AGAIN` times (on any cluster: the NameNode applied nothing)."""
+    for asked in range(ASKED_AGAIN + 1):
+        try:
+            return call()
+        except RuntimeError as exc:
+            if asked == ASKED_AGAIN or not asked_again(exc):
+                raise
+            sleep(SETTLE_S)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def made_good(
@@ -162,7 +208,7 @@ class KeptBytes:
                 self._kept = None
         try:
             return int(self._inner.write(data))
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:
             self._anew(exc)
             return len(data)
 
@@ -171,13 +217,20 @@ class KeptBytes:
             try:
                 self._inner.close()
                 return
-            except OSError as exc:
+            except (OSError, RuntimeError) as exc:
                 self._anew(exc)
 
-    def _anew(self, exc: OSError) -> None:
-        """Write the file anew from the kept bytes, or raise ``exc``."""
+    def _anew(self, exc: OSError | RuntimeError) -> None:
+        """Write the file anew from the kept bytes, or raise ``exc``: after a
+        lost call (:data:`AGAIN` times) or a NameNode's ``RetriableException``
+        (an addBlock or complete refused: :data:`ASKED_AGAIN` times)."""
         while True:
-            if self._kept is None or self._rewrites >= AGAIN or not lost_mid_call(exc):
+            asked = asked_again(exc)
+            if (
+                self._kept is None
+                or self._rewrites >= (ASKED_AGAIN if asked else AGAIN)
+                or not (asked or lost_mid_call(exc))
+            ):
                 raise exc
             self._rewrites += 1
             self._sleep(SETTLE_S)
@@ -186,5 +239,5 @@ class KeptBytes:
                 self._inner = self._open_new()
                 self._inner.write(bytes(self._kept))
                 return
-            except OSError as again:
+            except (OSError, RuntimeError) as again:
                 exc = again
